@@ -1,0 +1,123 @@
+// ferry's configuration: one YAML file, parsed and validated once at startup.
+//
+// Parsing never touches Kafka or the network. Every error names the offending
+// key (as a dotted path such as `processors[0].timeout`) and the file line, so
+// an operator knows exactly what to change. Unknown keys are errors, not
+// warnings: a typo must not silently fall back to a default.
+//
+// Threading: Config is a plain value; build it once, then share it read-only.
+#ifndef FERRY_CORE_CONFIG_H_
+#define FERRY_CORE_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace ferry {
+
+// Where an Event field (key or type) is taken from.
+struct FieldSource {
+  enum class Kind {
+    kRecordKey,  // the Kafka record key            (`record_key`)
+    kHeader,     // a record header by name         (`header:NAME`)
+    kJson,       // a JSON Pointer into the payload (`json:/a/b`)
+    kTopic,      // the topic name                  (`topic`)
+    kConstant,   // a fixed string                  (`const:VALUE`)
+  };
+  Kind kind = Kind::kRecordKey;
+  // Header name, JSON pointer (e.g. "/user/id") or constant value.
+  std::string argument;
+};
+
+enum class Ordering {
+  kKey,        // per-key FIFO, at most one event in flight per key lane
+  kPartition,  // strict per-partition order
+  kUnordered,  // only worker credit limits concurrency
+};
+
+struct TopicConfig {
+  std::string name;
+  Ordering ordering = Ordering::kKey;
+  // Defaults: key from the record key, type = topic name.
+  FieldSource key{FieldSource::Kind::kRecordKey, ""};
+  FieldSource type{FieldSource::Kind::kTopic, ""};
+};
+
+struct ProcessorConfig {
+  std::string name;
+  // gRPC target: `dns:///svc:port`, `ipv4:127.0.0.1:1,127.0.0.1:2`, `unix:/p`.
+  std::string target;
+  // Event types this processor handles; "*" (the default) handles every type
+  // that no other processor names.
+  std::vector<std::string> event_types{"*"};
+  // Streams kept open to the target (spread over its addresses round-robin).
+  int streams = 2;
+  // ferry-side cap on events outstanding per stream (the worker's own credit
+  // may be lower; the smaller wins).
+  int max_in_flight = 256;
+  // Most events packed into one Events message.
+  int max_batch = 64;
+  // Per-event deadline, dispatch to result.
+  absl::Duration timeout = absl::Seconds(30);
+};
+
+struct Config {
+  // Passed to librdkafka as-is (`bootstrap.servers`, `group.id`, security...).
+  // ferry sets `enable.auto.commit=false` itself and refuses a config that
+  // turns it on.
+  std::map<std::string, std::string> kafka;
+  std::vector<TopicConfig> topics;
+  std::vector<ProcessorConfig> processors;
+
+  // Key lanes: more lanes = more parallelism across keys.
+  int lane_count = 64;
+  // Events one lane may queue before it counts as full.
+  int lane_capacity = 4096;
+
+  // Backpressure budgets for buffered (consumed, not yet finished) events.
+  // Above either high watermark ferry pauses fetching; below resume_fraction
+  // of both it resumes.
+  int64_t max_buffered_events = 100000;
+  int64_t max_buffered_bytes = 256LL << 20;
+  double resume_fraction = 0.5;
+
+  // How often finished offsets are committed.
+  absl::Duration commit_interval = absl::Seconds(1);
+  // How long SIGTERM waits for in-flight events before committing and exiting.
+  absl::Duration shutdown_grace = absl::Seconds(20);
+  // How often a progress line is logged (0 = never).
+  absl::Duration progress_interval = absl::Seconds(5);
+
+  // ferry's own gRPC server (health now; Control later). Port 0 = pick one.
+  std::string listen_address = "127.0.0.1:7070";
+
+  // Embedded mock cluster, used when `kafka.bootstrap.servers` is absent.
+  int embedded_partitions = 8;
+  // If set, the embedded cluster's bootstrap address is written here.
+  std::string embedded_bootstrap_file;
+
+  // True when ferry should start the in-process mock cluster.
+  bool UsesEmbeddedCluster() const { return kafka.count("bootstrap.servers") == 0; }
+};
+
+// Parses YAML text. `source_name` (usually the file path) prefixes errors.
+// Errors are InvalidArgument with a message like
+//   "ferry.yaml:12: processors[0].timeout: invalid duration "3 sec" (use e.g. 500ms, 30s)".
+absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
+                                   absl::string_view source_name);
+
+// Reads and parses a file. NotFound if it cannot be read.
+absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+
+// The configuration ferry runs with when started with no --config: the
+// embedded mock cluster, one topic `events`, one processor at 127.0.0.1:50051.
+std::string EmbeddedDefaultConfigYaml();
+
+}  // namespace ferry
+
+#endif  // FERRY_CORE_CONFIG_H_
