@@ -2,7 +2,12 @@
 
 namespace ferry {
 
-void PartitionState::Begin(int64_t offset) { in_flight_.push(offset); }
+bool PartitionState::Begin(int64_t offset) {
+  if (last_begun_.has_value() && offset <= *last_begun_) return false;
+  last_begun_ = offset;
+  in_flight_.push(offset);
+  return true;
+}
 
 void PartitionState::Done(int64_t offset) {
   done_.push(offset);
@@ -34,6 +39,7 @@ void PartitionState::Clear() {
   in_flight_ = MinHeap();
   done_ = MinHeap();
   commit_offset_.reset();
+  last_begun_.reset();
 }
 
 }  // namespace ferry

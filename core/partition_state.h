@@ -23,8 +23,10 @@ namespace ferry {
 
 class PartitionState {
  public:
-  // An Event for `offset` was created.
-  void Begin(int64_t offset);
+  // An Event for `offset` was created. Offsets must rise; a Begin at or below
+  // the last begun offset (a record read twice without a Clear) is refused
+  // and returns false, so one offset is never tracked twice.
+  bool Begin(int64_t offset);
   // The Event for `offset` reached a terminal result.
   void Done(int64_t offset);
 
@@ -49,6 +51,7 @@ class PartitionState {
   MinHeap in_flight_;
   MinHeap done_;
   std::optional<int64_t> commit_offset_;
+  std::optional<int64_t> last_begun_;
 };
 
 }  // namespace ferry

@@ -1,0 +1,163 @@
+// ferry C++ worker SDK: write a Kafka event processor as a plain function.
+//
+// ferry (the Kafka consumer service) dials your worker and opens
+// `ferry.v1.Processor/Process` bidi streams to it (see
+// proto/ferry/v1/processor.proto). This library implements that protocol for
+// you: it announces Ready{max_in_flight}, runs your handler for every Event on
+// its own thread pool, batches the results into Results messages, returns
+// credit with Credit{n}, honours Cancel, and drains gracefully on Shutdown.
+//
+//   ferry::sdk::WorkerOptions opts;
+//   opts.name = "billing-worker";
+//   auto worker = ferry::sdk::Worker::Create(opts, [](const ferry::v1::Event& e) {
+//     if (e.payload().empty()) return ferry::sdk::Outcome::Fail("empty payload");
+//     return ferry::sdk::Outcome::Ok();
+//   });
+//   if (!worker.ok() || !(*worker)->Start("0.0.0.0:50051").ok()) return 1;
+//   (*worker)->Wait();  // until someone calls Shutdown()
+//
+// Threading contract
+//   * Sync handlers (Handler) run on the SDK's pool of
+//     WorkerOptions::handler_threads threads, never on gRPC threads. Several
+//     events may run concurrently (also events of one stream message), so a
+//     handler must be thread-safe. ferry guarantees per-key ordering by not
+//     sending the next event of a key before the previous one's result.
+//   * Async handlers (AsyncHandler) are invoked on the same pool and must
+//     return quickly; `done` may be called later from any thread, exactly once.
+//     A second call is ignored (and logged); dropping `done` without calling it
+//     reports FAIL for that event.
+//   * A handler that throws is reported as FAIL with the exception's message.
+//   * The event reference passed to a handler stays valid until the handler
+//     returns (sync) or until `done` is called (async).
+//   * All public Worker methods are thread-safe. Shutdown() must not be called
+//     from inside a handler (it waits for handlers).
+//   * At most max_in_flight events are held per stream while ferry respects
+//     the credit it was granted; extra events are still processed but counted
+//     in credit_violations().
+#ifndef FERRY_CLIENTS_CPP_WORKER_H_
+#define FERRY_CLIENTS_CPP_WORKER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "ferry/v1/processor.pb.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace ferry::sdk {
+
+// What a handler decided about one event.
+class Outcome {
+ public:
+  enum class Kind { kOk, kRetry, kFail };
+
+  // Processed; ferry may commit the offset.
+  static Outcome Ok() { return Outcome(Kind::kOk, std::string(), absl::ZeroDuration()); }
+  // Try again later. retry_after > 0 asks ferry to wait at least that long
+  // (rounded up to whole milliseconds); zero means ferry's own backoff.
+  static Outcome Retry(std::string message, absl::Duration retry_after = absl::ZeroDuration()) {
+    return Outcome(Kind::kRetry, std::move(message), retry_after);
+  }
+  // Terminal failure: ferry dead-letters (or skips) the event and moves on.
+  static Outcome Fail(std::string message) {
+    return Outcome(Kind::kFail, std::move(message), absl::ZeroDuration());
+  }
+
+  Kind kind() const { return kind_; }
+  const std::string& message() const { return message_; }
+  absl::Duration retry_after() const { return retry_after_; }
+
+ private:
+  Outcome(Kind kind, std::string message, absl::Duration retry_after)
+      : kind_(kind), message_(std::move(message)), retry_after_(retry_after) {}
+
+  Kind kind_;
+  std::string message_;
+  absl::Duration retry_after_;
+};
+
+// A synchronous processor: called once per event on an SDK pool thread.
+using Handler = std::function<Outcome(const ferry::v1::Event&)>;
+// An asynchronous processor: must call `done` exactly once, from any thread.
+using AsyncHandler =
+    std::function<void(const ferry::v1::Event&, std::function<void(Outcome)> done)>;
+
+struct WorkerOptions {
+  // Sent to ferry in Ready.worker_name (logs, status). Empty: the host name.
+  std::string name;
+  // Credit per stream: the most events ferry may have outstanding on one
+  // stream (Ready.max_in_flight). 1 .. 2^31-1.
+  int max_in_flight = 64;
+  // Threads running handlers (shared by all streams).
+  int handler_threads = 4;
+  // The most results put into one Results message.
+  int max_results_batch = 256;
+};
+
+class Worker {
+ public:
+  static absl::StatusOr<std::unique_ptr<Worker>> Create(WorkerOptions options, Handler handler);
+  static absl::StatusOr<std::unique_ptr<Worker>> Create(WorkerOptions options,
+                                                        AsyncHandler handler);
+
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  // Calls Shutdown(absl::ZeroDuration()) if it was not called.
+  ~Worker();
+
+  // Binds `listen_address` (e.g. "0.0.0.0:50051", "127.0.0.1:0",
+  // "unix:/tmp/w.sock"; insecure credentials) and starts serving. Call once.
+  absl::Status Start(const std::string& listen_address);
+  // The bound TCP port (useful with port 0); 0 before Start or for unix:.
+  int port() const;
+
+  // Graceful stop; idempotent and thread-safe (a concurrent second call waits
+  // for the first to finish). New streams are refused (UNAVAILABLE), no more
+  // credit is granted and events arriving from now on are not started (ferry
+  // redelivers them elsewhere). Handlers already received run to completion
+  // for up to `grace` and their results are sent; then every stream is
+  // finished with UNAVAILABLE, the server stops and the pool threads are
+  // joined (a handler still running past grace delays only that join; its
+  // result is dropped).
+  void Shutdown(absl::Duration grace);
+  // Blocks until Shutdown() has completed.
+  void Wait();
+  // True once Shutdown() has been called. Long handlers may poll it to cut work short.
+  bool shutting_down() const;
+
+  // True if ferry cancelled the event with this delivery id (Event.id) while
+  // it is being processed: its result will not be sent, so the handler may
+  // give up early. Capture the Worker pointer in the handler to ask.
+  bool IsCancelled(uint64_t id) const;
+
+  // Counters (over all streams since Create), mostly for tests and stats.
+  int64_t events_received() const;
+  // Highest number of events held at once on any single stream (received and
+  // not yet answered with result + credit).
+  int64_t max_held() const;
+  // Events received beyond the credit granted (a ferry protocol violation).
+  int64_t credit_violations() const;
+
+  struct Core;  // Internal shared state (outlives the Worker while streams drain).
+
+ private:
+  class Service;
+
+  explicit Worker(std::shared_ptr<Core> core);
+
+  std::shared_ptr<Core> core_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace ferry::sdk
+
+#endif  // FERRY_CLIENTS_CPP_WORKER_H_

@@ -1,0 +1,928 @@
+#include "core/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+
+namespace ferry {
+namespace {
+
+// Every ParseConfig error goes through here so the format stays
+// `<source>:<line>: <path>: <what>`.
+class Parser {
+ public:
+  explicit Parser(absl::string_view source_name) : source_(source_name) {}
+
+  absl::Status Error(int line, absl::string_view path,
+                     absl::string_view what) const {
+    if (line < 1) line = 1;
+    if (path.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s:%d: %s", source_, line, what));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%d: %s: %s", source_, line, path, what));
+  }
+
+  absl::Status Parse(const YAML::Node& root, Config* config);
+
+ private:
+  using FieldFn = std::function<absl::Status(
+      const std::string& key, const std::string& path, int key_line,
+      const YAML::Node& value, int value_line)>;
+
+  // Walks the entries of the map `node` (at `path`, first seen on `line`).
+  // Rejects non-maps, non-scalar keys, duplicated keys and keys not in
+  // `known`, then calls `fn` for each entry. A null node (an empty section
+  // such as `lanes:` with nothing under it) has no entries. An empty `known`
+  // accepts every key (used for `kafka`).
+  absl::Status ForEachField(const YAML::Node& node, const std::string& path,
+                            int line,
+                            const std::vector<std::string>& known,
+                            const FieldFn& fn) const;
+
+  absl::Status ParseKafka(const YAML::Node& node, int line, Config* config);
+  absl::Status ParseTopics(const YAML::Node& node, int line, Config* config);
+  absl::Status ParseTopic(const YAML::Node& node, const std::string& path,
+                          int line, TopicConfig* topic, int* name_line);
+  absl::Status ParseProcessors(const YAML::Node& node, int line,
+                               Config* config);
+  absl::Status ParseProcessor(const YAML::Node& node, const std::string& path,
+                              int line, ProcessorConfig* processor,
+                              int* name_line, int* event_types_line);
+
+  // Scalar readers. `path` and `line` locate the value for errors.
+  absl::Status GetScalar(const YAML::Node& node, const std::string& path,
+                         int line, absl::string_view example,
+                         std::string* out) const;
+  absl::Status GetNonEmptyString(const YAML::Node& node,
+                                 const std::string& path, int line,
+                                 absl::string_view example,
+                                 std::string* out) const;
+  absl::Status GetInt64(const YAML::Node& node, const std::string& path,
+                        int line, int64_t min, int64_t max,
+                        absl::string_view example, int64_t* out) const;
+  absl::Status GetInt(const YAML::Node& node, const std::string& path,
+                      int line, int min, absl::string_view example,
+                      int* out) const;
+  absl::Status GetDuration(const YAML::Node& node, const std::string& path,
+                           int line, bool allow_zero,
+                           absl::string_view example,
+                           absl::Duration* out) const;
+  absl::Status GetBytes(const YAML::Node& node, const std::string& path,
+                        int line, int64_t* out) const;
+  absl::Status GetFraction(const YAML::Node& node, const std::string& path,
+                           int line, double* out) const;
+  absl::Status GetFieldSource(const YAML::Node& node, const std::string& path,
+                              int line, FieldSource* out) const;
+  absl::Status GetOrdering(const YAML::Node& node, const std::string& path,
+                           int line, Ordering* out) const;
+  absl::Status GetListenAddress(const YAML::Node& node,
+                                const std::string& path, int line,
+                                std::string* out) const;
+
+  std::string source_;
+};
+
+// 1-based line of `node`, or `fallback` when the node carries no useful
+// position. yaml-cpp places an empty (null) value on the line *after* its key,
+// so null nodes always use the fallback (normally the key's line).
+int LineOf(const YAML::Node& node, int fallback) {
+  if (!node.IsDefined() || node.IsNull()) return fallback;
+  const YAML::Mark mark = node.Mark();
+  if (mark.line < 0) return fallback;
+  return mark.line + 1;
+}
+
+std::string Child(const std::string& path, absl::string_view key) {
+  if (path.empty()) return std::string(key);
+  return absl::StrCat(path, ".", key);
+}
+
+std::string Index(const std::string& path, size_t i) {
+  return absl::StrCat(path, "[", i, "]");
+}
+
+// Short description of what a node holds, for "expected X, got Y" errors.
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+      return "an empty value";
+    case YAML::NodeType::Scalar:
+      return absl::StrCat("\"", absl::CEscape(node.Scalar()), "\"");
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Undefined:
+    default:
+      return "nothing";
+  }
+}
+
+bool IsPlainScalar(const YAML::Node& node) {
+  // yaml-cpp tags plain (unquoted) scalars "?" and quoted ones "!".
+  return node.IsScalar() && node.Tag() != "!";
+}
+
+absl::Status Parser::ForEachField(const YAML::Node& node,
+                                  const std::string& path, int line,
+                                  const std::vector<std::string>& known,
+                                  const FieldFn& fn) const {
+  if (node.IsNull()) return absl::OkStatus();
+  if (!node.IsMap()) {
+    return Error(line, path,
+                 absl::StrCat("expected a map of `key: value` entries, got ",
+                              Describe(node)));
+  }
+  std::map<std::string, int> seen;  // key -> line
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key_node = it->first;
+    const YAML::Node value = it->second;
+    const int key_line = LineOf(key_node, line);
+    if (!key_node.IsScalar()) {
+      return Error(key_line, path,
+                   absl::StrCat("keys must be plain names, got ",
+                                Describe(key_node)));
+    }
+    const std::string key = key_node.Scalar();
+    const std::string child = Child(path, key);
+    if (!known.empty()) {
+      bool found = false;
+      for (const auto& k : known) found = found || k == key;
+      if (!found) {
+        return Error(key_line, child,
+                     absl::StrCat("unknown key (known keys: ",
+                                  absl::StrJoin(known, ", "), ")"));
+      }
+    }
+    auto [prev, inserted] = seen.emplace(key, key_line);
+    if (!inserted) {
+      return Error(key_line, child,
+                   absl::StrCat("key is set twice (first on line ",
+                                prev->second, "); keep only one"));
+    }
+    absl::Status status = fn(key, child, key_line, value,
+                             LineOf(value, key_line));
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetScalar(const YAML::Node& node, const std::string& path,
+                               int line, absl::string_view example,
+                               std::string* out) const {
+  if (node.IsNull()) {
+    return Error(line, path,
+                 absl::StrCat("missing value (write e.g. `", example, "`)"));
+  }
+  if (!node.IsScalar()) {
+    return Error(line, path,
+                 absl::StrCat("expected a single value such as `", example,
+                              "`, got ", Describe(node)));
+  }
+  *out = node.Scalar();
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetNonEmptyString(const YAML::Node& node,
+                                       const std::string& path, int line,
+                                       absl::string_view example,
+                                       std::string* out) const {
+  std::string value;
+  absl::Status status = GetScalar(node, path, line, example, &value);
+  if (!status.ok()) return status;
+  if (absl::StripAsciiWhitespace(value).empty()) {
+    return Error(line, path,
+                 absl::StrCat("must not be empty (write e.g. `", example,
+                              "`)"));
+  }
+  *out = std::move(value);
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetInt64(const YAML::Node& node, const std::string& path,
+                              int line, int64_t min, int64_t max,
+                              absl::string_view example, int64_t* out) const {
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, example, &text);
+  if (!status.ok()) return status;
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value)) {
+    double d = 0;
+    if (absl::SimpleAtod(text, &d) && std::isfinite(d) &&
+        std::fabs(d) < 1e30) {
+      return Error(line, path,
+                   absl::StrCat("expected a whole number, got \"",
+                                absl::CEscape(text), "\" (write e.g. `",
+                                example, "`)"));
+    }
+    return Error(line, path,
+                 absl::StrCat("expected an integer, got ", Describe(node),
+                              " (write e.g. `", example, "`)"));
+  }
+  if (value < min) {
+    return Error(line, path,
+                 absl::StrCat("must be at least ", min, ", got ", value));
+  }
+  if (value > max) {
+    return Error(line, path,
+                 absl::StrCat("must be at most ", max, ", got ", value));
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetInt(const YAML::Node& node, const std::string& path,
+                            int line, int min, absl::string_view example,
+                            int* out) const {
+  int64_t value = 0;
+  absl::Status status = GetInt64(node, path, line, min,
+                                 std::numeric_limits<int>::max(), example,
+                                 &value);
+  if (!status.ok()) return status;
+  *out = static_cast<int>(value);
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetDuration(const YAML::Node& node,
+                                 const std::string& path, int line,
+                                 bool allow_zero, absl::string_view example,
+                                 absl::Duration* out) const {
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, example, &text);
+  if (!status.ok()) return status;
+  const std::string trimmed(absl::StripAsciiWhitespace(text));
+  double bare = 0;
+  if (absl::SimpleAtod(trimmed, &bare)) {
+    return Error(line, path,
+                 absl::StrCat("duration \"", absl::CEscape(trimmed),
+                              "\" has no unit; add one, e.g. `", trimmed,
+                              "s` or `", trimmed, "ms`"));
+  }
+  absl::Duration d;
+  if (!absl::ParseDuration(trimmed, &d) || d == absl::InfiniteDuration() ||
+      d == -absl::InfiniteDuration()) {
+    return Error(line, path,
+                 absl::StrCat("invalid duration \"", absl::CEscape(trimmed),
+                              "\" (use e.g. 500ms, 30s, 1m, 1h30m)"));
+  }
+  if (d < absl::ZeroDuration()) {
+    return Error(line, path,
+                 absl::StrCat("duration must not be negative, got ", trimmed));
+  }
+  if (!allow_zero && d == absl::ZeroDuration()) {
+    return Error(line, path,
+                 absl::StrCat("duration must be greater than zero (write e.g. `",
+                              example, "`)"));
+  }
+  *out = d;
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetBytes(const YAML::Node& node, const std::string& path,
+                              int line, int64_t* out) const {
+  constexpr absl::string_view kHelp =
+      "use a byte count such as 268435456 or a size with a unit: B, KiB, MiB, "
+      "GiB (powers of 1024) or KB, MB, GB (powers of 1000), e.g. 256MiB";
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, "256MiB", &text);
+  if (!status.ok()) return status;
+  absl::string_view s = absl::StripAsciiWhitespace(text);
+  static const std::pair<absl::string_view, int64_t> kUnits[] = {
+      {"KiB", int64_t{1} << 10}, {"MiB", int64_t{1} << 20},
+      {"GiB", int64_t{1} << 30}, {"KB", 1000},
+      {"MB", 1000 * 1000},       {"GB", 1000 * 1000 * 1000},
+      {"B", 1},
+  };
+  int64_t multiplier = 1;
+  for (const auto& [suffix, factor] : kUnits) {
+    if (absl::EndsWith(s, suffix)) {
+      s.remove_suffix(suffix.size());
+      s = absl::StripTrailingAsciiWhitespace(s);
+      multiplier = factor;
+      break;
+    }
+  }
+  int64_t count = 0;
+  if (s.empty() || !absl::ascii_isdigit(static_cast<unsigned char>(s[0])) ||
+      !absl::SimpleAtoi(s, &count)) {
+    return Error(line, path,
+                 absl::StrCat("invalid size \"", absl::CEscape(text), "\" (",
+                              kHelp, ")"));
+  }
+  if (count > std::numeric_limits<int64_t>::max() / multiplier) {
+    return Error(line, path,
+                 absl::StrCat("size \"", absl::CEscape(text), "\" is too large"));
+  }
+  const int64_t bytes = count * multiplier;
+  if (bytes < 1) {
+    return Error(line, path, absl::StrCat("must be at least 1 byte, got ", text));
+  }
+  *out = bytes;
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetFraction(const YAML::Node& node,
+                                 const std::string& path, int line,
+                                 double* out) const {
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, "0.5", &text);
+  if (!status.ok()) return status;
+  double value = 0;
+  if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) {
+    return Error(line, path,
+                 absl::StrCat("expected a number between 0 and 1 such as 0.5, "
+                              "got ",
+                              Describe(node)));
+  }
+  if (!(value > 0 && value < 1)) {
+    return Error(line, path,
+                 absl::StrCat("must be greater than 0 and less than 1 (e.g. "
+                              "0.5), got ",
+                              text));
+  }
+  *out = value;
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetFieldSource(const YAML::Node& node,
+                                    const std::string& path, int line,
+                                    FieldSource* out) const {
+  constexpr absl::string_view kHelp =
+      "use record_key, header:NAME, json:/json/pointer, topic or const:VALUE";
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, "header:event-type", &text);
+  if (!status.ok()) return status;
+  absl::string_view s = text;
+  if (s == "record_key") {
+    *out = FieldSource{FieldSource::Kind::kRecordKey, ""};
+  } else if (s == "topic") {
+    *out = FieldSource{FieldSource::Kind::kTopic, ""};
+  } else if (absl::ConsumePrefix(&s, "header:")) {
+    if (s.empty()) {
+      return Error(line, path,
+                   "header: needs a header name, e.g. header:event-type");
+    }
+    *out = FieldSource{FieldSource::Kind::kHeader, std::string(s)};
+  } else if (absl::ConsumePrefix(&s, "json:")) {
+    if (s.empty() || s[0] != '/') {
+      return Error(line, path,
+                   absl::StrCat("invalid JSON Pointer \"", absl::CEscape(s),
+                                "\": it must start with '/', e.g. "
+                                "json:/user/id"));
+    }
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '~' && (i + 1 == s.size() || (s[i + 1] != '0' &&
+                                                 s[i + 1] != '1'))) {
+        return Error(line, path,
+                     absl::StrCat("invalid JSON Pointer \"", absl::CEscape(s),
+                                  "\": '~' must be followed by 0 (for '~') or "
+                                  "1 (for '/')"));
+      }
+    }
+    *out = FieldSource{FieldSource::Kind::kJson, std::string(s)};
+  } else if (absl::ConsumePrefix(&s, "const:")) {
+    if (s.empty()) {
+      return Error(line, path, "const: needs a value, e.g. const:order");
+    }
+    *out = FieldSource{FieldSource::Kind::kConstant, std::string(s)};
+  } else {
+    return Error(line, path,
+                 absl::StrCat("unknown source \"", absl::CEscape(text), "\" (",
+                              kHelp, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetOrdering(const YAML::Node& node,
+                                 const std::string& path, int line,
+                                 Ordering* out) const {
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, "key", &text);
+  if (!status.ok()) return status;
+  if (text == "key") {
+    *out = Ordering::kKey;
+  } else if (text == "partition") {
+    *out = Ordering::kPartition;
+  } else if (text == "unordered") {
+    *out = Ordering::kUnordered;
+  } else {
+    return Error(line, path,
+                 absl::StrCat("unknown ordering \"", absl::CEscape(text),
+                              "\" (use key, partition or unordered)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetListenAddress(const YAML::Node& node,
+                                      const std::string& path, int line,
+                                      std::string* out) const {
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, "127.0.0.1:7070", &text);
+  if (!status.ok()) return status;
+  const absl::Status bad = Error(
+      line, path,
+      absl::StrCat("expected host:port (e.g. 127.0.0.1:7070, 0.0.0.0:7070, "
+                   "[::1]:7070; port 0 picks a free port), got \"",
+                   absl::CEscape(text), "\""));
+  absl::string_view host;
+  absl::string_view port;
+  absl::string_view s = text;
+  if (!s.empty() && s[0] == '[') {
+    const size_t close = s.find(']');
+    if (close == absl::string_view::npos || close + 1 >= s.size() ||
+        s[close + 1] != ':') {
+      return bad;
+    }
+    host = s.substr(1, close - 1);
+    port = s.substr(close + 2);
+  } else {
+    const size_t colon = s.rfind(':');
+    if (colon == absl::string_view::npos) return bad;
+    host = s.substr(0, colon);
+    port = s.substr(colon + 1);
+    if (host.find(':') != absl::string_view::npos) return bad;
+  }
+  if (host.empty() || port.empty() || port.size() > 5) return bad;
+  for (char c : port) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return bad;
+  }
+  int port_number = 0;
+  if (!absl::SimpleAtoi(port, &port_number) || port_number > 65535) return bad;
+  *out = text;
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseKafka(const YAML::Node& node, int line,
+                                Config* config) {
+  return ForEachField(
+      node, "kafka", line, {},
+      [&](const std::string& key, const std::string& path, int,
+          const YAML::Node& value, int value_line) -> absl::Status {
+        std::string text;
+        absl::Status status =
+            GetScalar(value, path, value_line, absl::StrCat(key, ": <value>"),
+                      &text);
+        if (!status.ok()) return status;
+        if (IsPlainScalar(value)) {
+          // YAML booleans in any case go to librdkafka as true/false.
+          const std::string lower = absl::AsciiStrToLower(text);
+          if (lower == "true" || lower == "false") text = lower;
+        }
+        if (key == "enable.auto.commit" || key == "enable.auto.offset.store") {
+          const std::string lower = absl::AsciiStrToLower(text);
+          if (lower != "false" && lower != "f" && lower != "0") {
+            return Error(value_line, path,
+                         "ferry stores and commits offsets itself, only after "
+                         "events finish; remove this key (or set it to false)");
+          }
+        }
+        config->kafka[key] = text;
+        return absl::OkStatus();
+      });
+}
+
+absl::Status Parser::ParseTopic(const YAML::Node& node,
+                                const std::string& path, int line,
+                                TopicConfig* topic, int* name_line) {
+  if (!node.IsMap()) {
+    return Error(line, path,
+                 absl::StrCat("expected a map with at least `name`, e.g. "
+                              "`- name: orders`, got ",
+                              Describe(node)));
+  }
+  bool has_name = false;
+  absl::Status status = ForEachField(
+      node, path, line, {"name", "ordering", "key", "type"},
+      [&](const std::string& key, const std::string& child, int,
+          const YAML::Node& value, int value_line) -> absl::Status {
+        if (key == "name") {
+          has_name = true;
+          *name_line = value_line;
+          return GetNonEmptyString(value, child, value_line, "name: orders",
+                                   &topic->name);
+        }
+        if (key == "ordering") {
+          return GetOrdering(value, child, value_line, &topic->ordering);
+        }
+        if (key == "key") {
+          return GetFieldSource(value, child, value_line, &topic->key);
+        }
+        return GetFieldSource(value, child, value_line, &topic->type);
+      });
+  if (!status.ok()) return status;
+  if (!has_name) {
+    return Error(line, Child(path, "name"),
+                 "missing; every topic needs a name, e.g. `- name: orders`");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseTopics(const YAML::Node& node, int line,
+                                 Config* config) {
+  const std::string path = "topics";
+  if (node.IsNull() || (node.IsSequence() && node.size() == 0)) {
+    return Error(line, path,
+                 "needs at least one topic, e.g.\n  topics:\n    - name: orders");
+  }
+  if (!node.IsSequence()) {
+    return Error(line, path,
+                 absl::StrCat("expected a list of topics (`- name: orders`), "
+                              "got ",
+                              Describe(node)));
+  }
+  std::map<std::string, size_t> seen;
+  size_t i = 0;
+  for (auto it = node.begin(); it != node.end(); ++it, ++i) {
+    const std::string item_path = Index(path, i);
+    const int item_line = LineOf(*it, line);
+    TopicConfig topic;
+    int name_line = item_line;
+    absl::Status status = ParseTopic(*it, item_path, item_line, &topic,
+                                     &name_line);
+    if (!status.ok()) return status;
+    auto [prev, inserted] = seen.emplace(topic.name, i);
+    if (!inserted) {
+      return Error(name_line, Child(item_path, "name"),
+                   absl::StrCat("topic \"", topic.name,
+                                "\" is listed twice (first as topics[",
+                                prev->second, "]); merge the two entries"));
+    }
+    config->topics.push_back(std::move(topic));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseProcessor(const YAML::Node& node,
+                                    const std::string& path, int line,
+                                    ProcessorConfig* processor, int* name_line,
+                                    int* event_types_line) {
+  if (!node.IsMap()) {
+    return Error(line, path,
+                 absl::StrCat("expected a map with at least `name` and "
+                              "`target`, got ",
+                              Describe(node)));
+  }
+  bool has_name = false;
+  bool has_target = false;
+  absl::Status status = ForEachField(
+      node, path, line,
+      {"name", "target", "event_types", "streams", "max_in_flight",
+       "max_batch", "timeout"},
+      [&](const std::string& key, const std::string& child, int key_line,
+          const YAML::Node& value, int value_line) -> absl::Status {
+        if (key == "name") {
+          has_name = true;
+          *name_line = value_line;
+          return GetNonEmptyString(value, child, value_line, "name: default",
+                                   &processor->name);
+        }
+        if (key == "target") {
+          has_target = true;
+          return GetNonEmptyString(value, child, value_line,
+                                   "target: dns:///worker:50051",
+                                   &processor->target);
+        }
+        if (key == "event_types") {
+          *event_types_line = key_line;
+          if (!value.IsSequence()) {
+            return Error(value_line, child,
+                         absl::StrCat("expected a list of event types, e.g. "
+                                      "[\"order.created\"] or [\"*\"], got ",
+                                      Describe(value)));
+          }
+          if (value.size() == 0) {
+            return Error(value_line, child,
+                         "must name at least one event type; leave it out to "
+                         "handle every type (\"*\")");
+          }
+          processor->event_types.clear();
+          std::set<std::string> seen;
+          size_t i = 0;
+          for (auto it = value.begin(); it != value.end(); ++it, ++i) {
+            std::string type;
+            const std::string item_path = Index(child, i);
+            absl::Status s = GetNonEmptyString(
+                *it, item_path, LineOf(*it, value_line), "order.created",
+                &type);
+            if (!s.ok()) return s;
+            if (!seen.insert(type).second) {
+              return Error(LineOf(*it, value_line), item_path,
+                           absl::StrCat("event type \"", type,
+                                        "\" is listed twice"));
+            }
+            processor->event_types.push_back(std::move(type));
+          }
+          return absl::OkStatus();
+        }
+        if (key == "streams") {
+          return GetInt(value, child, value_line, 1, "streams: 2",
+                        &processor->streams);
+        }
+        if (key == "max_in_flight") {
+          return GetInt(value, child, value_line, 1, "max_in_flight: 256",
+                        &processor->max_in_flight);
+        }
+        if (key == "max_batch") {
+          return GetInt(value, child, value_line, 1, "max_batch: 64",
+                        &processor->max_batch);
+        }
+        return GetDuration(value, child, value_line, /*allow_zero=*/false,
+                           "timeout: 30s", &processor->timeout);
+      });
+  if (!status.ok()) return status;
+  if (!has_name) {
+    return Error(line, Child(path, "name"),
+                 "missing; every processor needs a unique name, e.g. "
+                 "`name: default`");
+  }
+  if (!has_target) {
+    return Error(line, Child(path, "target"),
+                 "missing; set the worker's gRPC address, e.g. "
+                 "`target: dns:///worker:50051` or "
+                 "`target: ipv4:127.0.0.1:50051`");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseProcessors(const YAML::Node& node, int line,
+                                     Config* config) {
+  const std::string path = "processors";
+  if (node.IsNull() || (node.IsSequence() && node.size() == 0)) {
+    return Error(line, path,
+                 "needs at least one processor, e.g.\n  processors:\n"
+                 "    - name: default\n      target: ipv4:127.0.0.1:50051");
+  }
+  if (!node.IsSequence()) {
+    return Error(line, path,
+                 absl::StrCat("expected a list of processors (`- name: ...`), "
+                              "got ",
+                              Describe(node)));
+  }
+  std::map<std::string, size_t> names;
+  // Event type -> index of the processor that claimed it.
+  std::map<std::string, size_t> claims;
+  size_t i = 0;
+  for (auto it = node.begin(); it != node.end(); ++it, ++i) {
+    const std::string item_path = Index(path, i);
+    const int item_line = LineOf(*it, line);
+    ProcessorConfig processor;
+    int name_line = item_line;
+    int event_types_line = item_line;
+    absl::Status status = ParseProcessor(*it, item_path, item_line, &processor,
+                                         &name_line, &event_types_line);
+    if (!status.ok()) return status;
+    auto [prev, inserted] = names.emplace(processor.name, i);
+    if (!inserted) {
+      return Error(name_line, Child(item_path, "name"),
+                   absl::StrCat("processor name \"", processor.name,
+                                "\" is already used by processors[",
+                                prev->second, "]; names must be unique"));
+    }
+    for (const std::string& type : processor.event_types) {
+      auto [owner, claimed] = claims.emplace(type, i);
+      if (claimed) continue;
+      const std::string& other = config->processors[owner->second].name;
+      if (type == "*") {
+        return Error(event_types_line, Child(item_path, "event_types"),
+                     absl::StrCat("\"*\" (every remaining type) is already "
+                                  "claimed by processor \"",
+                                  other,
+                                  "\"; at most one processor may use \"*\", "
+                                  "list explicit event types here instead"));
+      }
+      return Error(event_types_line, Child(item_path, "event_types"),
+                   absl::StrCat("event type \"", type,
+                                "\" is already claimed by processor \"", other,
+                                "\"; each event type goes to one processor"));
+    }
+    config->processors.push_back(std::move(processor));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
+  if (root.IsNull() || !root.IsDefined()) {
+    return Error(1, "",
+                 "the configuration is empty; it needs at least `topics` and "
+                 "`processors`");
+  }
+  const int root_line = LineOf(root, 1);
+  if (!root.IsMap()) {
+    return Error(root_line, "",
+                 absl::StrCat("expected a map of settings at the top level "
+                              "(kafka, topics, processors, ...), got ",
+                              Describe(root)));
+  }
+  bool has_topics = false;
+  bool has_processors = false;
+  absl::Status status = ForEachField(
+      root, "", root_line,
+      {"kafka", "topics", "processors", "lanes", "budgets", "commit",
+       "shutdown", "log", "server", "embedded"},
+      [&](const std::string& key, const std::string& path, int,
+          const YAML::Node& value, int value_line) -> absl::Status {
+        if (key == "kafka") return ParseKafka(value, value_line, config);
+        if (key == "topics") {
+          has_topics = true;
+          return ParseTopics(value, value_line, config);
+        }
+        if (key == "processors") {
+          has_processors = true;
+          return ParseProcessors(value, value_line, config);
+        }
+        if (key == "lanes") {
+          return ForEachField(
+              value, path, value_line, {"count", "capacity"},
+              [&](const std::string& k, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                if (k == "count") {
+                  return GetInt(v, p, l, 1, "count: 64", &config->lane_count);
+                }
+                return GetInt(v, p, l, 1, "capacity: 4096",
+                              &config->lane_capacity);
+              });
+        }
+        if (key == "budgets") {
+          return ForEachField(
+              value, path, value_line,
+              {"max_buffered_events", "max_buffered_bytes", "resume_fraction"},
+              [&](const std::string& k, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                if (k == "max_buffered_events") {
+                  return GetInt64(v, p, l, 1,
+                                  std::numeric_limits<int64_t>::max(),
+                                  "max_buffered_events: 100000",
+                                  &config->max_buffered_events);
+                }
+                if (k == "max_buffered_bytes") {
+                  return GetBytes(v, p, l, &config->max_buffered_bytes);
+                }
+                return GetFraction(v, p, l, &config->resume_fraction);
+              });
+        }
+        if (key == "commit") {
+          return ForEachField(
+              value, path, value_line, {"interval"},
+              [&](const std::string&, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                return GetDuration(v, p, l, /*allow_zero=*/false,
+                                   "interval: 1s", &config->commit_interval);
+              });
+        }
+        if (key == "shutdown") {
+          return ForEachField(
+              value, path, value_line, {"grace"},
+              [&](const std::string&, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                return GetDuration(v, p, l, /*allow_zero=*/true, "grace: 20s",
+                                   &config->shutdown_grace);
+              });
+        }
+        if (key == "log") {
+          return ForEachField(
+              value, path, value_line, {"progress_interval"},
+              [&](const std::string&, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                return GetDuration(v, p, l, /*allow_zero=*/true,
+                                   "progress_interval: 5s",
+                                   &config->progress_interval);
+              });
+        }
+        if (key == "server") {
+          return ForEachField(
+              value, path, value_line, {"listen"},
+              [&](const std::string&, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                return GetListenAddress(v, p, l, &config->listen_address);
+              });
+        }
+        // embedded
+        return ForEachField(
+            value, path, value_line, {"partitions", "bootstrap_file"},
+            [&](const std::string& k, const std::string& p, int,
+                const YAML::Node& v, int l) -> absl::Status {
+              if (k == "partitions") {
+                return GetInt(v, p, l, 1, "partitions: 8",
+                              &config->embedded_partitions);
+              }
+              return GetNonEmptyString(v, p, l,
+                                       "bootstrap_file: /tmp/ferry-bootstrap",
+                                       &config->embedded_bootstrap_file);
+            });
+      });
+  if (!status.ok()) return status;
+  if (!has_topics) {
+    return Error(root_line, "topics",
+                 "missing; list the topics to consume, e.g.\n  topics:\n"
+                 "    - name: orders");
+  }
+  if (!has_processors) {
+    return Error(root_line, "processors",
+                 "missing; list at least one worker, e.g.\n  processors:\n"
+                 "    - name: default\n      target: ipv4:127.0.0.1:50051");
+  }
+  if (config->kafka.count("group.id") == 0) config->kafka["group.id"] = "ferry";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
+                                   absl::string_view source_name) {
+  Parser parser(source_name);
+  try {
+    std::vector<YAML::Node> documents =
+        YAML::LoadAll(std::string(yaml_text));
+    if (documents.size() > 1) {
+      return parser.Error(LineOf(documents[1], 1), "",
+                          absl::StrCat("expected one YAML document, found ",
+                                       documents.size(),
+                                       "; remove the extra `---` separators"));
+    }
+    Config config;
+    absl::Status status =
+        parser.Parse(documents.empty() ? YAML::Node() : documents[0], &config);
+    if (!status.ok()) return status;
+    return config;
+  } catch (const YAML::Exception& e) {
+    const int line = e.mark.line >= 0 ? e.mark.line + 1 : 1;
+    return parser.Error(line, "",
+                        absl::StrCat("invalid YAML: ",
+                                     e.msg.empty() ? e.what() : e.msg));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_name, ": cannot parse configuration: ", e.what()));
+  }
+}
+
+absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    const int err = errno;
+    return absl::NotFoundError(absl::StrCat("cannot read config file ", path,
+                                            ": ", std::strerror(err)));
+  }
+  std::string contents;
+  char buffer[16384];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    contents.append(buffer, n);
+  }
+  const bool failed = std::ferror(file) != 0;
+  const int err = errno;
+  std::fclose(file);
+  if (failed) {
+    return absl::NotFoundError(absl::StrCat("cannot read config file ", path,
+                                            ": ", std::strerror(err)));
+  }
+  return ParseConfig(contents, path);
+}
+
+std::string EmbeddedDefaultConfigYaml() {
+  return R"yaml(# ferry's built-in demo configuration (used when no --config is given).
+#
+# There is no kafka.bootstrap.servers, so ferry starts an in-process mock Kafka
+# cluster and consumes from it; point a worker at 127.0.0.1:50051 to try it out.
+kafka:
+  group.id: ferry-demo
+topics:
+  - name: events
+    ordering: key
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    streams: 2
+embedded:
+  partitions: 8
+log:
+  progress_interval: 2s
+)yaml";
+}
+
+}  // namespace ferry

@@ -1,0 +1,597 @@
+#include "core/config.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ferry {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::StartsWith;
+using ::testing::UnorderedElementsAre;
+
+// A minimal valid config; tests append or replace sections.
+constexpr char kMinimal[] = R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)";
+
+// Parses `yaml` and expects an InvalidArgument error that starts with
+// `ferry.yaml:<line>: <path>:`; returns the message for further checks.
+std::string ExpectError(const std::string& yaml, int line,
+                        const std::string& path) {
+  absl::StatusOr<Config> config = ParseConfig(yaml, "ferry.yaml");
+  EXPECT_FALSE(config.ok()) << "parsed unexpectedly:\n" << yaml;
+  if (config.ok()) return "";
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string prefix =
+      path.empty() ? absl::StrCat("ferry.yaml:", line, ": ")
+                   : absl::StrCat("ferry.yaml:", line, ": ", path, ": ");
+  EXPECT_THAT(std::string(config.status().message()), StartsWith(prefix))
+      << "yaml:\n"
+      << yaml;
+  return std::string(config.status().message());
+}
+
+TEST(ConfigTest, FullConfig) {
+  constexpr char kYaml[] = R"(# every key set
+kafka:
+  bootstrap.servers: broker-1:9092,broker-2:9092
+  group.id: payments
+  session.timeout.ms: 6000
+  enable.auto.commit: false
+  allow.auto.create.topics: true
+topics:
+  - name: orders
+    ordering: partition
+    key: header:order-id
+    type: json:/meta/type
+  - name: clicks
+    ordering: unordered
+    key: json:/user/id
+    type: const:click
+  - name: audit
+    ordering: key
+    key: record_key
+    type: topic
+processors:
+  - name: billing
+    target: dns:///billing:50051
+    event_types: [order.created, order.paid]
+    streams: 4
+    max_in_flight: 32
+    max_batch: 8
+    timeout: 1500ms
+  - name: default
+    target: ipv4:127.0.0.1:50051,127.0.0.1:50052
+    event_types: ["*"]
+lanes:
+  count: 128
+  capacity: 1000
+budgets:
+  max_buffered_events: 5000
+  max_buffered_bytes: 64MiB
+  resume_fraction: 0.25
+commit:
+  interval: 250ms
+shutdown:
+  grace: 1m
+log:
+  progress_interval: 0s
+server:
+  listen: 0.0.0.0:0
+embedded:
+  partitions: 3
+  bootstrap_file: /tmp/ferry-bootstrap
+)";
+  absl::StatusOr<Config> config = ParseConfig(kYaml, "full.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+
+  EXPECT_THAT(config->kafka,
+              UnorderedElementsAre(
+                  Pair("bootstrap.servers", "broker-1:9092,broker-2:9092"),
+                  Pair("group.id", "payments"),
+                  Pair("session.timeout.ms", "6000"),
+                  Pair("enable.auto.commit", "false"),
+                  Pair("allow.auto.create.topics", "true")));
+  EXPECT_FALSE(config->UsesEmbeddedCluster());
+
+  ASSERT_EQ(config->topics.size(), 3u);
+  EXPECT_EQ(config->topics[0].name, "orders");
+  EXPECT_EQ(config->topics[0].ordering, Ordering::kPartition);
+  EXPECT_EQ(config->topics[0].key.kind, FieldSource::Kind::kHeader);
+  EXPECT_EQ(config->topics[0].key.argument, "order-id");
+  EXPECT_EQ(config->topics[0].type.kind, FieldSource::Kind::kJson);
+  EXPECT_EQ(config->topics[0].type.argument, "/meta/type");
+  EXPECT_EQ(config->topics[1].name, "clicks");
+  EXPECT_EQ(config->topics[1].ordering, Ordering::kUnordered);
+  EXPECT_EQ(config->topics[1].key.kind, FieldSource::Kind::kJson);
+  EXPECT_EQ(config->topics[1].key.argument, "/user/id");
+  EXPECT_EQ(config->topics[1].type.kind, FieldSource::Kind::kConstant);
+  EXPECT_EQ(config->topics[1].type.argument, "click");
+  EXPECT_EQ(config->topics[2].ordering, Ordering::kKey);
+  EXPECT_EQ(config->topics[2].key.kind, FieldSource::Kind::kRecordKey);
+  EXPECT_EQ(config->topics[2].type.kind, FieldSource::Kind::kTopic);
+
+  ASSERT_EQ(config->processors.size(), 2u);
+  const ProcessorConfig& billing = config->processors[0];
+  EXPECT_EQ(billing.name, "billing");
+  EXPECT_EQ(billing.target, "dns:///billing:50051");
+  EXPECT_THAT(billing.event_types, ElementsAre("order.created", "order.paid"));
+  EXPECT_EQ(billing.streams, 4);
+  EXPECT_EQ(billing.max_in_flight, 32);
+  EXPECT_EQ(billing.max_batch, 8);
+  EXPECT_EQ(billing.timeout, absl::Milliseconds(1500));
+  const ProcessorConfig& fallback = config->processors[1];
+  EXPECT_EQ(fallback.name, "default");
+  EXPECT_EQ(fallback.target, "ipv4:127.0.0.1:50051,127.0.0.1:50052");
+  EXPECT_THAT(fallback.event_types, ElementsAre("*"));
+  EXPECT_EQ(fallback.streams, 2);
+  EXPECT_EQ(fallback.timeout, absl::Seconds(30));
+
+  EXPECT_EQ(config->lane_count, 128);
+  EXPECT_EQ(config->lane_capacity, 1000);
+  EXPECT_EQ(config->max_buffered_events, 5000);
+  EXPECT_EQ(config->max_buffered_bytes, int64_t{64} << 20);
+  EXPECT_DOUBLE_EQ(config->resume_fraction, 0.25);
+  EXPECT_EQ(config->commit_interval, absl::Milliseconds(250));
+  EXPECT_EQ(config->shutdown_grace, absl::Minutes(1));
+  EXPECT_EQ(config->progress_interval, absl::ZeroDuration());
+  EXPECT_EQ(config->listen_address, "0.0.0.0:0");
+  EXPECT_EQ(config->embedded_partitions, 3);
+  EXPECT_EQ(config->embedded_bootstrap_file, "/tmp/ferry-bootstrap");
+}
+
+TEST(ConfigTest, Defaults) {
+  absl::StatusOr<Config> config = ParseConfig(kMinimal, "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const Config defaults;
+  EXPECT_THAT(config->kafka, ElementsAre(Pair("group.id", "ferry")));
+  EXPECT_TRUE(config->UsesEmbeddedCluster());
+  ASSERT_EQ(config->topics.size(), 1u);
+  EXPECT_EQ(config->topics[0].ordering, Ordering::kKey);
+  EXPECT_EQ(config->topics[0].key.kind, FieldSource::Kind::kRecordKey);
+  EXPECT_EQ(config->topics[0].type.kind, FieldSource::Kind::kTopic);
+  ASSERT_EQ(config->processors.size(), 1u);
+  EXPECT_THAT(config->processors[0].event_types, ElementsAre("*"));
+  EXPECT_EQ(config->processors[0].streams, 2);
+  EXPECT_EQ(config->processors[0].max_in_flight, 256);
+  EXPECT_EQ(config->processors[0].max_batch, 64);
+  EXPECT_EQ(config->processors[0].timeout, absl::Seconds(30));
+  EXPECT_EQ(config->lane_count, 64);
+  EXPECT_EQ(config->lane_capacity, 4096);
+  EXPECT_EQ(config->max_buffered_events, 100000);
+  EXPECT_EQ(config->max_buffered_bytes, int64_t{256} << 20);
+  EXPECT_DOUBLE_EQ(config->resume_fraction, 0.5);
+  EXPECT_EQ(config->commit_interval, absl::Seconds(1));
+  EXPECT_EQ(config->shutdown_grace, absl::Seconds(20));
+  EXPECT_EQ(config->progress_interval, absl::Seconds(5));
+  EXPECT_EQ(config->listen_address, "127.0.0.1:7070");
+  EXPECT_EQ(config->embedded_partitions, 8);
+  EXPECT_EQ(config->embedded_bootstrap_file, "");
+}
+
+TEST(ConfigTest, EmptySectionsKeepDefaults) {
+  absl::StatusOr<Config> config =
+      ParseConfig(absl::StrCat(kMinimal, "kafka:\nlanes:\n"), "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->lane_count, 64);
+  EXPECT_THAT(config->kafka, ElementsAre(Pair("group.id", "ferry")));
+}
+
+TEST(ConfigTest, ByteSizes) {
+  const std::pair<const char*, int64_t> kCases[] = {
+      {"1000", 1000},
+      {"512B", 512},
+      {"4KiB", 4096},
+      {"2 MiB", 2 << 20},
+      {"1GiB", int64_t{1} << 30},
+      {"3KB", 3000},
+      {"5MB", 5000000},
+      {"2GB", 2000000000},
+  };
+  for (const auto& [text, bytes] : kCases) {
+    absl::StatusOr<Config> config = ParseConfig(
+        absl::StrCat(kMinimal, "budgets:\n  max_buffered_bytes: ", text, "\n"),
+        "ferry.yaml");
+    ASSERT_TRUE(config.ok()) << text << ": " << config.status();
+    EXPECT_EQ(config->max_buffered_bytes, bytes) << text;
+  }
+  std::string message = ExpectError(
+      absl::StrCat(kMinimal, "budgets:\n  max_buffered_bytes: 12 parsecs\n"),
+      7, "budgets.max_buffered_bytes");
+  EXPECT_THAT(message, HasSubstr("MiB"));
+}
+
+TEST(ConfigTest, KafkaValuesBecomeStrings) {
+  absl::StatusOr<Config> config = ParseConfig(
+      absl::StrCat(kMinimal,
+                   "kafka:\n  fetch.wait.max.ms: 100\n  enable.idempotence: "
+                   "True\n  client.id: \"007\"\n"),
+      "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->kafka.at("fetch.wait.max.ms"), "100");
+  EXPECT_EQ(config->kafka.at("enable.idempotence"), "true");
+  EXPECT_EQ(config->kafka.at("client.id"), "007");
+}
+
+TEST(ConfigTest, UnknownTopLevelKey) {
+  std::string message =
+      ExpectError(absl::StrCat(kMinimal, "lane:\n  count: 4\n"), 6, "lane");
+  EXPECT_THAT(message, HasSubstr("unknown key"));
+  EXPECT_THAT(message, HasSubstr("lanes"));
+}
+
+TEST(ConfigTest, UnknownNestedKey) {
+  std::string message = ExpectError(
+      absl::StrCat(kMinimal, "lanes:\n  count: 4\n  cuont: 8\n"), 8,
+      "lanes.cuont");
+  EXPECT_EQ(message,
+            "ferry.yaml:8: lanes.cuont: unknown key (known keys: count, "
+            "capacity)");
+  ExpectError(R"(topics:
+  - name: orders
+    keys: record_key
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)",
+              3, "topics[0].keys");
+  ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+  - name: other
+    target: ipv4:127.0.0.1:50052
+    event_types: [a]
+    stream: 3
+)",
+              9, "processors[1].stream");
+}
+
+TEST(ConfigTest, DuplicateKey) {
+  std::string message = ExpectError(
+      absl::StrCat(kMinimal, "lanes:\n  count: 4\n  count: 8\n"), 8,
+      "lanes.count");
+  EXPECT_THAT(message, HasSubstr("line 7"));
+}
+
+TEST(ConfigTest, BadDuration) {
+  std::string message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    timeout: 3 sec
+)",
+                                    6, "processors[0].timeout");
+  EXPECT_THAT(message, HasSubstr("invalid duration \"3 sec\""));
+  EXPECT_THAT(message, HasSubstr("30s"));
+
+  message = ExpectError(absl::StrCat(kMinimal, "commit:\n  interval: -1s\n"),
+                        7, "commit.interval");
+  EXPECT_THAT(message, HasSubstr("negative"));
+  message = ExpectError(absl::StrCat(kMinimal, "commit:\n  interval: 0s\n"), 7,
+                        "commit.interval");
+  EXPECT_THAT(message, HasSubstr("greater than zero"));
+  ExpectError(absl::StrCat(kMinimal, "commit:\n  interval: inf\n"), 7,
+              "commit.interval");
+}
+
+TEST(ConfigTest, BareIntegerDuration) {
+  std::string message =
+      ExpectError(absl::StrCat(kMinimal, "shutdown:\n  grace: 20\n"), 7,
+                  "shutdown.grace");
+  EXPECT_THAT(message, HasSubstr("no unit"));
+  EXPECT_THAT(message, HasSubstr("20s"));
+}
+
+TEST(ConfigTest, ZeroOrNegativeInt) {
+  std::string message = ExpectError(
+      absl::StrCat(kMinimal, "lanes:\n  count: 0\n"), 7, "lanes.count");
+  EXPECT_THAT(message, HasSubstr("at least 1"));
+  message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    max_in_flight: -5
+)",
+                        6, "processors[0].max_in_flight");
+  EXPECT_THAT(message, HasSubstr("at least 1"));
+  message = ExpectError(
+      absl::StrCat(kMinimal, "embedded:\n  partitions: 99999999999\n"), 7,
+      "embedded.partitions");
+  EXPECT_THAT(message, HasSubstr("at most"));
+  message = ExpectError(absl::StrCat(kMinimal, "lanes:\n  capacity: 1.5\n"), 7,
+                        "lanes.capacity");
+  EXPECT_THAT(message, HasSubstr("whole number"));
+  message = ExpectError(
+      absl::StrCat(kMinimal, "budgets:\n  resume_fraction: 1\n"), 7,
+      "budgets.resume_fraction");
+  EXPECT_THAT(message, HasSubstr("less than 1"));
+}
+
+TEST(ConfigTest, WrongType) {
+  std::string message = ExpectError(R"(topics:
+  name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)",
+                                    2, "topics");
+  EXPECT_THAT(message, HasSubstr("expected a list"));
+  EXPECT_THAT(message, HasSubstr("got a map"));
+
+  message = ExpectError(absl::StrCat(kMinimal, "lanes:\n  count: many\n"), 7,
+                        "lanes.count");
+  EXPECT_THAT(message, HasSubstr("expected an integer"));
+  EXPECT_THAT(message, HasSubstr("\"many\""));
+
+  message = ExpectError(absl::StrCat(kMinimal, "lanes: 64\n"), 6, "lanes");
+  EXPECT_THAT(message, HasSubstr("expected a map"));
+
+  message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    event_types: order.created
+)",
+                        6, "processors[0].event_types");
+  EXPECT_THAT(message, HasSubstr("expected a list"));
+
+  message = ExpectError(
+      absl::StrCat(kMinimal, "kafka:\n  bootstrap.servers: [a, b]\n"), 7,
+      "kafka.bootstrap.servers");
+  EXPECT_THAT(message, HasSubstr("got a list"));
+
+  ExpectError("topics:\n  - orders\nprocessors:\n  - name: a\n    target: t\n",
+              2, "topics[0]");
+}
+
+TEST(ConfigTest, BadFieldSourceAndOrdering) {
+  std::string message = ExpectError(R"(topics:
+  - name: orders
+    key: json:user/id
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)",
+                                    3, "topics[0].key");
+  EXPECT_THAT(message, HasSubstr("must start with '/'"));
+  message = ExpectError(R"(topics:
+  - name: orders
+    type: headers:x
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)",
+                        3, "topics[0].type");
+  EXPECT_THAT(message, HasSubstr("record_key, header:NAME"));
+  message = ExpectError(R"(topics:
+  - name: orders
+    ordering: strict
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)",
+                        3, "topics[0].ordering");
+  EXPECT_THAT(message, HasSubstr("key, partition or unordered"));
+}
+
+TEST(ConfigTest, BadListenAddress) {
+  std::string message = ExpectError(
+      absl::StrCat(kMinimal, "server:\n  listen: 7070\n"), 7, "server.listen");
+  EXPECT_THAT(message, HasSubstr("host:port"));
+  ExpectError(absl::StrCat(kMinimal, "server:\n  listen: host:99999\n"), 7,
+              "server.listen");
+  absl::StatusOr<Config> config = ParseConfig(
+      absl::StrCat(kMinimal, "server:\n  listen: \"[::1]:7070\"\n"), "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen_address, "[::1]:7070");
+}
+
+TEST(ConfigTest, MissingTopics) {
+  std::string message = ExpectError(R"(kafka:
+  group.id: g
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)",
+                                    1, "topics");
+  EXPECT_THAT(message, HasSubstr("missing"));
+  message = ExpectError(R"(topics: []
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)",
+                        1, "topics");
+  EXPECT_THAT(message, HasSubstr("at least one topic"));
+  ExpectError(R"(topics:
+  - ordering: key
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+)",
+              2, "topics[0].name");
+}
+
+TEST(ConfigTest, MissingProcessors) {
+  std::string message =
+      ExpectError("topics:\n  - name: orders\n", 1, "processors");
+  EXPECT_THAT(message, HasSubstr("missing"));
+}
+
+TEST(ConfigTest, MissingProcessorTarget) {
+  std::string message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: a
+    target: ipv4:127.0.0.1:50051
+    event_types: [x]
+  - name: b
+    streams: 1
+)",
+                                    7, "processors[1].target");
+  EXPECT_THAT(message, HasSubstr("missing"));
+  message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: a
+    target: ""
+)",
+                        5, "processors[0].target");
+  EXPECT_THAT(message, HasSubstr("must not be empty"));
+}
+
+TEST(ConfigTest, DuplicateProcessorNames) {
+  std::string message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: workers
+    target: ipv4:127.0.0.1:50051
+    event_types: [a]
+  - name: workers
+    target: ipv4:127.0.0.1:50052
+    event_types: [b]
+)",
+                                    7, "processors[1].name");
+  EXPECT_THAT(message, HasSubstr("\"workers\""));
+  EXPECT_THAT(message, HasSubstr("processors[0]"));
+}
+
+TEST(ConfigTest, DuplicateTopicNames) {
+  ExpectError(R"(topics:
+  - name: orders
+  - name: orders
+processors:
+  - name: a
+    target: t
+)",
+              3, "topics[1].name");
+}
+
+TEST(ConfigTest, TwoProcessorsClaimEverything) {
+  std::string message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: a
+    target: ipv4:127.0.0.1:50051
+  - name: b
+    target: ipv4:127.0.0.1:50052
+    event_types: ["*"]
+)",
+                                    8, "processors[1].event_types");
+  EXPECT_THAT(message, HasSubstr("\"*\""));
+  EXPECT_THAT(message, HasSubstr("processor \"a\""));
+}
+
+TEST(ConfigTest, EventTypeClaimedTwice) {
+  std::string message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: a
+    target: ipv4:127.0.0.1:50051
+    event_types: [order.created, order.paid]
+  - name: b
+    target: ipv4:127.0.0.1:50052
+    event_types:
+      - order.paid
+)",
+                                    9, "processors[1].event_types");
+  EXPECT_THAT(message, HasSubstr("\"order.paid\""));
+}
+
+TEST(ConfigTest, AutoCommitEnabled) {
+  std::string message = ExpectError(
+      absl::StrCat(kMinimal,
+                   "kafka:\n  group.id: g\n  enable.auto.commit: true\n"),
+      8, "kafka.enable.auto.commit");
+  EXPECT_THAT(message, HasSubstr("ferry"));
+  EXPECT_THAT(message, HasSubstr("false"));
+  ExpectError(absl::StrCat(kMinimal, "kafka:\n  enable.auto.offset.store: 1\n"),
+              7, "kafka.enable.auto.offset.store");
+}
+
+TEST(ConfigTest, YamlSyntaxError) {
+  std::string message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: [default
+    target: ipv4:127.0.0.1:50051
+)",
+                                    5, "");
+  EXPECT_THAT(message, HasSubstr("invalid YAML"));
+  message = ExpectError("topics:\n  - name: a\n   bad: indent\n", 3, "");
+  EXPECT_THAT(message, HasSubstr("invalid YAML"));
+}
+
+TEST(ConfigTest, EmptyOrNonMapDocument) {
+  EXPECT_THAT(ExpectError("", 1, ""), HasSubstr("empty"));
+  EXPECT_THAT(ExpectError("# only a comment\n", 1, ""), HasSubstr("empty"));
+  EXPECT_THAT(ExpectError("- a\n- b\n", 1, ""), HasSubstr("got a list"));
+  EXPECT_THAT(ExpectError("hello\n", 1, ""), HasSubstr("expected a map"));
+  ExpectError(absl::StrCat(kMinimal, "---\n", kMinimal), 7, "");
+}
+
+TEST(ConfigTest, EmbeddedDefaultParses) {
+  absl::StatusOr<Config> config =
+      ParseConfig(EmbeddedDefaultConfigYaml(), "<embedded>");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->UsesEmbeddedCluster());
+  EXPECT_EQ(config->kafka.at("group.id"), "ferry-demo");
+  ASSERT_EQ(config->topics.size(), 1u);
+  EXPECT_EQ(config->topics[0].name, "events");
+  EXPECT_EQ(config->topics[0].ordering, Ordering::kKey);
+  ASSERT_EQ(config->processors.size(), 1u);
+  EXPECT_EQ(config->processors[0].name, "default");
+  EXPECT_EQ(config->processors[0].target, "ipv4:127.0.0.1:50051");
+  EXPECT_EQ(config->processors[0].streams, 2);
+  EXPECT_EQ(config->embedded_partitions, 8);
+  EXPECT_EQ(config->progress_interval, absl::Seconds(2));
+}
+
+TEST(ConfigTest, LoadConfigFileMissing) {
+  const std::string path = "/nonexistent/ferry-config-test.yaml";
+  absl::StatusOr<Config> config = LoadConfigFile(path);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr(path));
+}
+
+TEST(ConfigTest, LoadConfigFileReadsAndNamesTheFile) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  const std::string path = dir + "/ferry_config_test.yaml";
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  const std::string text = absl::StrCat(kMinimal, "lanes:\n  count: x\n");
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  absl::StatusOr<Config> config = LoadConfigFile(path);
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              StartsWith(absl::StrCat(path, ":7: lanes.count: ")));
+
+  absl::StatusOr<Config> directory = LoadConfigFile(dir);
+  ASSERT_FALSE(directory.ok());
+  EXPECT_EQ(directory.status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ferry

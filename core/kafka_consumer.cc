@@ -1,0 +1,361 @@
+#include "core/kafka_consumer.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/kafka_status.h"
+#include "core/log.h"
+#include "core/record.h"
+
+namespace ferry {
+namespace {
+
+constexpr int kPollTimeoutMs = 100;
+
+std::vector<TopicPartition> ToTopicPartitions(
+    const std::vector<RdKafka::TopicPartition*>& partitions) {
+  std::vector<TopicPartition> result;
+  result.reserve(partitions.size());
+  for (const RdKafka::TopicPartition* partition : partitions) {
+    result.push_back({partition->topic(), partition->partition()});
+  }
+  return result;
+}
+
+// Owns the RdKafka::TopicPartition pointers librdkafka's API wants.
+class RdPartitionList {
+ public:
+  explicit RdPartitionList(const std::vector<TopicPartition>& partitions) {
+    for (const TopicPartition& tp : partitions) {
+      list_.push_back(RdKafka::TopicPartition::create(tp.topic, tp.partition));
+    }
+  }
+  explicit RdPartitionList(const std::vector<CommitPosition>& positions) {
+    for (const CommitPosition& position : positions) {
+      list_.push_back(RdKafka::TopicPartition::create(position.partition.topic,
+                                                      position.partition.partition,
+                                                      position.offset));
+    }
+  }
+  ~RdPartitionList() { RdKafka::TopicPartition::destroy(list_); }
+  std::vector<RdKafka::TopicPartition*>& get() { return list_; }
+
+ private:
+  std::vector<RdKafka::TopicPartition*> list_;
+};
+
+std::string DescribePartitions(const std::vector<TopicPartition>& partitions) {
+  std::string text;
+  for (const TopicPartition& tp : partitions) {
+    if (!text.empty()) text += ",";
+    text += tp.ToString();
+  }
+  return text.empty() ? "(none)" : text;
+}
+
+RawRecord ToRawRecord(RdKafka::Message& message) {
+  RawRecord record;
+  record.topic = message.topic_name();
+  record.partition = message.partition();
+  record.offset = message.offset();
+  if (message.key_pointer() != nullptr) {
+    record.key.emplace(static_cast<const char*>(message.key_pointer()), message.key_len());
+  }
+  if (message.payload() != nullptr) {
+    record.payload.assign(static_cast<const char*>(message.payload()), message.len());
+  }
+  if (RdKafka::Headers* headers = message.headers(); headers != nullptr) {
+    for (const RdKafka::Headers::Header& header : headers->get_all()) {
+      std::string value;
+      if (header.value() != nullptr) {
+        value.assign(static_cast<const char*>(header.value()), header.value_size());
+      }
+      record.headers.emplace_back(header.key(), std::move(value));
+    }
+  }
+  const RdKafka::MessageTimestamp timestamp = message.timestamp();
+  if (timestamp.type != RdKafka::MessageTimestamp::MSG_TIMESTAMP_NOT_AVAILABLE) {
+    record.timestamp_ms = timestamp.timestamp;
+  }
+  return record;
+}
+
+}  // namespace
+
+class KafkaConsumer::RebalanceHandler final : public RdKafka::RebalanceCb {
+ public:
+  explicit RebalanceHandler(KafkaConsumer* owner) : owner_(owner) {}
+  void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode error,
+                    std::vector<RdKafka::TopicPartition*>& partitions) override {
+    const bool incremental = consumer->rebalance_protocol() == "COOPERATIVE";
+    if (error == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      owner_->OnAssign(partitions, incremental);
+    } else {
+      owner_->OnRevoke(partitions, incremental);
+    }
+  }
+
+ private:
+  KafkaConsumer* const owner_;
+};
+
+class KafkaConsumer::EventHandler final : public RdKafka::EventCb {
+ public:
+  void event_cb(RdKafka::Event& event) override {
+    switch (event.type()) {
+      case RdKafka::Event::EVENT_ERROR:
+        if (event.fatal()) {
+          LogError("kafka", "fatal error: ", RdKafka::err2str(event.err()), ": ", event.str());
+        } else {
+          LogWarn("kafka", RdKafka::err2str(event.err()), ": ", event.str());
+        }
+        break;
+      case RdKafka::Event::EVENT_LOG:
+        if (event.severity() <= RdKafka::Event::EVENT_SEVERITY_WARNING) {
+          LogWarn("kafka", event.fac(), ": ", event.str());
+        } else {
+          LogDebug("kafka", event.fac(), ": ", event.str());
+        }
+        break;
+      default:
+        break;
+    }
+  }
+};
+
+KafkaConsumer::KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder)
+    : config_(config),
+      engine_(engine),
+      decoder_(decoder),
+      rebalance_handler_(std::make_unique<RebalanceHandler>(this)),
+      event_handler_(std::make_unique<EventHandler>()) {}
+
+absl::StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(const Config& config,
+                                                                     Engine* engine,
+                                                                     const Decoder* decoder) {
+  auto self = std::unique_ptr<KafkaConsumer>(new KafkaConsumer(config, engine, decoder));
+  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string error;
+  // ferry's defaults; anything in the `kafka:` map overrides them, except the
+  // commit settings, which are ferry's to own.
+  std::map<std::string, std::string> properties = {
+      {"auto.offset.reset", "earliest"},
+      {"enable.partition.eof", "false"},
+      {"client.id", "ferry"},
+  };
+  for (const auto& [name, value] : config.kafka) properties[name] = value;
+  properties["enable.auto.commit"] = "false";
+  properties["enable.auto.offset.store"] = "false";
+  for (const auto& [name, value] : properties) {
+    if (conf->set(name, value, error) != RdKafka::Conf::CONF_OK) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kafka.", name, ": librdkafka rejected \"", value, "\": ", error));
+    }
+  }
+  if (conf->set("rebalance_cb", self->rebalance_handler_.get(), error) != RdKafka::Conf::CONF_OK ||
+      conf->set("event_cb", self->event_handler_.get(), error) != RdKafka::Conf::CONF_OK) {
+    return absl::InternalError(absl::StrCat("cannot install librdkafka callbacks: ", error));
+  }
+  self->consumer_.reset(RdKafka::KafkaConsumer::create(conf.get(), error));
+  if (self->consumer_ == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot create Kafka consumer: ", error));
+  }
+  return self;
+}
+
+KafkaConsumer::~KafkaConsumer() { Stop(); }
+
+absl::Status KafkaConsumer::Start() {
+  std::vector<std::string> topics;
+  for (const TopicConfig& topic : config_.topics) topics.push_back(topic.name);
+  absl::Status status = KafkaErrorToStatus(consumer_->subscribe(topics), "subscribe");
+  if (!status.ok()) return status;
+  started_ = true;
+  poll_thread_ = std::thread([this] { PollLoop(); });
+  return absl::OkStatus();
+}
+
+void KafkaConsumer::StopFetching() { stop_fetching_ = true; }
+
+void KafkaConsumer::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stop_ = true;
+  if (poll_thread_.joinable()) poll_thread_.join();
+  if (!started_ && consumer_ != nullptr) consumer_->close();
+}
+
+void KafkaConsumer::PollLoop() {
+  while (!stop_) {
+    std::unique_ptr<RdKafka::Message> message(consumer_->consume(kPollTimeoutMs));
+    if (message != nullptr) HandleMessage(*message);
+    UpdateFlowControl();
+  }
+  const std::vector<CommitPosition> positions = engine_->PendingCommits();
+  if (!positions.empty()) {
+    absl::Status status = Commit(positions);
+    if (status.ok()) {
+      engine_->MarkCommitted(positions);
+    } else {
+      LogWarn("consumer", "final commit failed: ", status.ToString());
+    }
+  }
+  // close() revokes the assignment through the rebalance callback (which
+  // commits again if anything finished meanwhile) and leaves the group.
+  const RdKafka::ErrorCode closed = consumer_->close();
+  if (closed != RdKafka::ERR_NO_ERROR) {
+    LogWarn("consumer", "close: ", RdKafka::err2str(closed));
+  }
+  LogInfo("consumer", "left the consumer group");
+}
+
+void KafkaConsumer::HandleMessage(RdKafka::Message& message) {
+  switch (message.err()) {
+    case RdKafka::ERR_NO_ERROR:
+      break;
+    case RdKafka::ERR__TIMED_OUT:
+    case RdKafka::ERR__PARTITION_EOF:
+      return;
+    default:
+      LogWarn("consumer", "consume error: ", message.errstr());
+      return;
+  }
+  RawRecord record = ToRawRecord(message);
+  const int64_t bytes = record.ByteSize();
+  absl::StatusOr<v1::Event> event = decoder_->Decode(record);
+  if (!event.ok()) {
+    engine_->SubmitPoison({record.topic, record.partition}, record.offset,
+                          std::string(event.status().message()));
+    return;
+  }
+  engine_->Submit(*std::move(event), bytes);
+}
+
+void KafkaConsumer::UpdateFlowControl() {
+  if (stop_fetching_) {
+    if (!paused_) {
+      LogInfo("consumer", "stopped fetching; draining in-flight events");
+      PauseAll();
+    }
+    return;
+  }
+  if (!paused_ && engine_->OverHighWatermark()) {
+    LogDebug("consumer", "buffers full: pausing fetch");
+    PauseAll();
+  } else if (paused_ && engine_->UnderLowWatermark()) {
+    LogDebug("consumer", "buffers drained: resuming fetch");
+    ResumeAll();
+  }
+}
+
+void KafkaConsumer::PauseAll() {
+  paused_ = true;
+  if (assignment_.empty()) return;
+  RdPartitionList list(assignment_);
+  const RdKafka::ErrorCode error = consumer_->pause(list.get());
+  if (error != RdKafka::ERR_NO_ERROR) {
+    LogWarn("consumer", "pause: ", RdKafka::err2str(error));
+  }
+}
+
+void KafkaConsumer::ResumeAll() {
+  paused_ = false;
+  if (assignment_.empty()) return;
+  RdPartitionList list(assignment_);
+  const RdKafka::ErrorCode error = consumer_->resume(list.get());
+  if (error != RdKafka::ERR_NO_ERROR) {
+    LogWarn("consumer", "resume: ", RdKafka::err2str(error));
+  }
+}
+
+void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions,
+                             bool incremental) {
+  const std::vector<TopicPartition> assigned = ToTopicPartitions(partitions);
+  engine_->OnAssigned(assigned);
+  RdKafka::Error* error = nullptr;
+  RdKafka::ErrorCode code = RdKafka::ERR_NO_ERROR;
+  if (incremental) {
+    error = consumer_->incremental_assign(partitions);
+  } else {
+    code = consumer_->assign(partitions);
+  }
+  if (error != nullptr) {
+    LogError("consumer", "incremental assign failed: ", error->str());
+    delete error;
+  } else if (code != RdKafka::ERR_NO_ERROR) {
+    LogError("consumer", "assign failed: ", RdKafka::err2str(code));
+  }
+  if (!incremental) assignment_.clear();
+  assignment_.insert(assignment_.end(), assigned.begin(), assigned.end());
+  if (paused_) {
+    RdPartitionList list(assigned);
+    consumer_->pause(list.get());
+  }
+  {
+    absl::MutexLock lock(&assignment_mu_);
+    assignment_copy_ = assignment_;
+  }
+  LogInfo("consumer", "assigned: ", DescribePartitions(assigned));
+}
+
+void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions,
+                             bool incremental) {
+  const std::vector<TopicPartition> revoked = ToTopicPartitions(partitions);
+  const std::vector<CommitPosition> positions = engine_->OnRevoked(revoked);
+  if (consumer_->assignment_lost()) {
+    LogWarn("consumer", "assignment lost (", DescribePartitions(revoked),
+            "); not committing, the new owner re-delivers unfinished events");
+  } else if (!positions.empty()) {
+    absl::Status status = Commit(positions);
+    if (!status.ok()) LogWarn("consumer", "commit on revoke failed: ", status.ToString());
+  }
+  if (incremental) {
+    RdKafka::Error* error = consumer_->incremental_unassign(partitions);
+    if (error != nullptr) {
+      LogError("consumer", "incremental unassign failed: ", error->str());
+      delete error;
+    }
+  } else {
+    consumer_->unassign();
+  }
+  std::vector<TopicPartition> kept;
+  for (const TopicPartition& tp : assignment_) {
+    bool gone = false;
+    for (const TopicPartition& r : revoked) gone = gone || r == tp;
+    if (!gone) kept.push_back(tp);
+  }
+  assignment_.swap(kept);
+  {
+    absl::MutexLock lock(&assignment_mu_);
+    assignment_copy_ = assignment_;
+  }
+  LogInfo("consumer", "revoked: ", DescribePartitions(revoked));
+}
+
+absl::Status KafkaConsumer::Commit(const std::vector<CommitPosition>& positions) {
+  if (positions.empty()) return absl::OkStatus();
+  RdPartitionList list(positions);
+  return KafkaErrorToStatus(consumer_->commitSync(list.get()), "commit");
+}
+
+std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
+  std::vector<TopicPartition> assignment;
+  {
+    absl::MutexLock lock(&assignment_mu_);
+    assignment = assignment_copy_;
+  }
+  std::map<TopicPartition, int64_t> result;
+  for (const TopicPartition& tp : assignment) {
+    int64_t low = -1;
+    int64_t high = -1;
+    if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) !=
+        RdKafka::ERR_NO_ERROR) {
+      high = -1;
+    }
+    result[tp] = high;
+  }
+  return result;
+}
+
+}  // namespace ferry

@@ -1,0 +1,87 @@
+// KafkaConsumer: ferry's member of the consumer group. It owns the librdkafka
+// KafkaConsumer and its poll thread, decodes records into the Engine, follows
+// rebalances (assign → new partition state; revoke → commit what is
+// committable, drop the partitions' work) and pauses/resumes fetching when the
+// Engine's budgets fill and drain. The poll loop never blocks on the engine,
+// so the member is never kicked out of the group for being slow.
+//
+// Threading: Start/StopFetching/Stop from the owner thread; Commit and
+// HighWatermarks from any thread; everything else runs on the poll thread.
+#ifndef FERRY_CORE_KAFKA_CONSUMER_H_
+#define FERRY_CORE_KAFKA_CONSUMER_H_
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/config.h"
+#include "core/decoder.h"
+#include "core/engine.h"
+#include "core/offset_committer.h"
+
+namespace ferry {
+
+class KafkaConsumer final : public OffsetCommitter {
+ public:
+  // Validates the `kafka:` map with librdkafka itself (an unknown property is
+  // an InvalidArgument naming it). Touches no broker.
+  static absl::StatusOr<std::unique_ptr<KafkaConsumer>> Create(const Config& config,
+                                                               Engine* engine,
+                                                               const Decoder* decoder);
+  ~KafkaConsumer() override;
+
+  // Subscribes to the configured topics and starts the poll thread.
+  absl::Status Start();
+  // Pauses every assigned partition (and any assigned later) but keeps
+  // polling, so the member stays in the group while in-flight work drains.
+  void StopFetching();
+  // Joins the poll thread, which commits what is committable and leaves the
+  // group (close). Idempotent.
+  void Stop();
+
+  absl::Status Commit(const std::vector<CommitPosition>& positions) override;
+
+  // High watermark per assigned partition, from librdkafka's cache (no broker
+  // round trip); -1 when not known yet.
+  std::map<TopicPartition, int64_t> HighWatermarks() const;
+
+ private:
+  class RebalanceHandler;
+  class EventHandler;
+
+  KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder);
+  void PollLoop();
+  void HandleMessage(RdKafka::Message& message);
+  void UpdateFlowControl();
+  void OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
+  void OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
+  void PauseAll();
+  void ResumeAll();
+
+  const Config config_;
+  Engine* const engine_;
+  const Decoder* const decoder_;
+  std::unique_ptr<RebalanceHandler> rebalance_handler_;
+  std::unique_ptr<EventHandler> event_handler_;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  std::thread poll_thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_fetching_{false};
+  bool started_ = false;
+  bool stopped_ = false;
+  // Poll-thread state.
+  bool paused_ = false;
+  std::vector<TopicPartition> assignment_;
+  // Copy of the assignment for HighWatermarks() on other threads.
+  mutable absl::Mutex assignment_mu_;
+  std::vector<TopicPartition> assignment_copy_ ABSL_GUARDED_BY(assignment_mu_);
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_CORE_KAFKA_CONSUMER_H_

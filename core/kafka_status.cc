@@ -1,0 +1,32 @@
+#include "core/kafka_status.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace ferry {
+
+absl::Status KafkaErrorToStatus(RdKafka::ErrorCode code, absl::string_view context) {
+  if (code == RdKafka::ERR_NO_ERROR) return absl::OkStatus();
+  const std::string message = absl::StrCat(context, ": ", RdKafka::err2str(code));
+  switch (code) {
+    case RdKafka::ERR__INVALID_ARG:
+    case RdKafka::ERR__UNKNOWN_TOPIC:
+    case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
+    case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_GROUP_AUTHORIZATION_FAILED:
+      return absl::InvalidArgumentError(message);
+    case RdKafka::ERR_ILLEGAL_GENERATION:
+    case RdKafka::ERR_UNKNOWN_MEMBER_ID:
+    case RdKafka::ERR_REBALANCE_IN_PROGRESS:
+    case RdKafka::ERR__STATE:
+    case RdKafka::ERR__ASSIGNMENT_LOST:
+      return absl::FailedPreconditionError(message);
+    case RdKafka::ERR__TIMED_OUT:
+      return absl::DeadlineExceededError(message);
+    case RdKafka::ERR__NO_OFFSET:
+      return absl::NotFoundError(message);
+    default:
+      return absl::UnavailableError(message);
+  }
+}
+
+}  // namespace ferry

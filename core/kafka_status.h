@@ -1,0 +1,20 @@
+// The one place librdkafka error codes become absl::Status.
+//
+// Codes are chosen by what the caller should do: Unavailable for transient
+// broker/transport trouble (retry), FailedPrecondition for group state that a
+// rebalance will fix (retry after it), InvalidArgument for configuration.
+#ifndef FERRY_CORE_KAFKA_STATUS_H_
+#define FERRY_CORE_KAFKA_STATUS_H_
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace ferry {
+
+absl::Status KafkaErrorToStatus(RdKafka::ErrorCode code, absl::string_view context);
+
+}  // namespace ferry
+
+#endif  // FERRY_CORE_KAFKA_STATUS_H_

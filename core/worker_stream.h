@@ -1,0 +1,32 @@
+// WorkerStream: the engine's view of one open Process stream to a worker.
+//
+// The engine decides what to send; the implementation (server/worker_pool.cc,
+// or a fake in tests) only queues it for writing. Calls come with the engine's
+// mutex held, so implementations must never block and never call back into the
+// engine from inside these methods.
+#ifndef FERRY_CORE_WORKER_STREAM_H_
+#define FERRY_CORE_WORKER_STREAM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ferry/v1/processor.pb.h"
+
+namespace ferry {
+
+class WorkerStream {
+ public:
+  virtual ~WorkerStream() = default;
+  // Queues one Events message. The engine never sends more events than the
+  // credit the worker granted, so the implementation's queue stays bounded.
+  virtual void SendEvents(v1::Events events) = 0;
+  // Queues a Cancel for delivery ids the engine stopped waiting for.
+  virtual void SendCancel(std::vector<uint64_t> ids) = 0;
+  // For logs and status: "processor/target#n (worker_name)".
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_CORE_WORKER_STREAM_H_

@@ -1,0 +1,42 @@
+// EmbeddedCluster: librdkafka's in-process mock Kafka cluster, which ferry
+// starts when the config has no `kafka.bootstrap.servers`, so a new user can
+// try ferry with nothing else installed. It is NOT durable: everything is lost
+// when ferry exits. ferry says so loudly in its log.
+//
+// Threading: Create and destruction from the owner thread; the cluster runs
+// on librdkafka's own threads.
+#ifndef FERRY_SERVER_EMBEDDED_CLUSTER_H_
+#define FERRY_SERVER_EMBEDDED_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+struct rd_kafka_s;
+struct rd_kafka_mock_cluster_s;
+
+namespace ferry {
+
+class EmbeddedCluster {
+ public:
+  // Starts a one-broker cluster on 127.0.0.1 (random port) and creates the
+  // topics with `partitions` partitions each.
+  static absl::StatusOr<std::unique_ptr<EmbeddedCluster>> Create(
+      const std::vector<std::string>& topics, int partitions);
+  ~EmbeddedCluster();
+
+  // "127.0.0.1:PORT", for bootstrap.servers.
+  const std::string& bootstrap_servers() const { return bootstrap_servers_; }
+
+ private:
+  EmbeddedCluster() = default;
+  rd_kafka_s* handle_ = nullptr;
+  rd_kafka_mock_cluster_s* cluster_ = nullptr;
+  std::string bootstrap_servers_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_SERVER_EMBEDDED_CLUSTER_H_

@@ -1,0 +1,205 @@
+// ferry: consumes Kafka topics and pushes each record, as an Event, to gRPC
+// Processor workers; commits an offset only when it and everything before it
+// is finished.
+//
+//   ferry --config ferry.yaml
+//   ferry                      (embedded default: in-process mock Kafka)
+//
+// Startup order: config → [embedded cluster] → engine → gRPC server → worker
+// streams → consumer → committer → progress. Shutdown (SIGTERM/SIGINT) runs
+// in reverse: stop fetching, drain in-flight up to the grace period, commit,
+// leave the group, close worker streams, exit 0.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/clock.h"
+#include "core/committer.h"
+#include "core/config.h"
+#include "core/decoder.h"
+#include "core/engine.h"
+#include "core/kafka_consumer.h"
+#include "core/log.h"
+#include "server/embedded_cluster.h"
+#include "server/progress_reporter.h"
+#include "server/worker_pool.h"
+
+ABSL_FLAG(std::string, config, "",
+          "Path of the YAML config file. Empty: the embedded default (mock Kafka in-process, "
+          "one processor at 127.0.0.1:50051).");
+ABSL_FLAG(bool, print_default_config, false, "Print the embedded default config and exit.");
+ABSL_FLAG(bool, check_config, false, "Validate the config file and exit (0 if valid).");
+
+namespace ferry {
+namespace {
+
+constexpr int kExitConfigError = 2;
+constexpr int kExitStartupError = 3;
+
+bool WriteFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    if (!out) return false;
+    out << contents;
+    if (!out.flush()) return false;
+  }
+  return std::rename(temporary.c_str(), path.c_str()) == 0;
+}
+
+int WaitForSignal(const sigset_t& signals) {
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  return signal_number;
+}
+
+int Run(int argc, char** argv) {
+  // Block the shutdown signals before any thread starts, so every thread
+  // inherits the mask and only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::SetProgramUsageMessage("ferry --config FILE   (see README.md)");
+  absl::ParseCommandLine(argc, argv);
+
+  if (absl::GetFlag(FLAGS_print_default_config)) {
+    std::fputs(EmbeddedDefaultConfigYaml().c_str(), stdout);
+    return 0;
+  }
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  absl::StatusOr<Config> parsed = config_path.empty()
+                                      ? ParseConfig(EmbeddedDefaultConfigYaml(), "<embedded default>")
+                                      : LoadConfigFile(config_path);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "ferry: invalid config: %s\n",
+                 std::string(parsed.status().message()).c_str());
+    return kExitConfigError;
+  }
+  Config config = *std::move(parsed);
+  absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(config.topics);
+  if (!decoder.ok()) {
+    std::fprintf(stderr, "ferry: invalid config: %s\n",
+                 std::string(decoder.status().message()).c_str());
+    return kExitConfigError;
+  }
+  if (absl::GetFlag(FLAGS_check_config)) {
+    std::printf("config OK: %zu topics, %zu processors\n", config.topics.size(),
+                config.processors.size());
+    return 0;
+  }
+
+  std::unique_ptr<EmbeddedCluster> cluster;
+  if (config.UsesEmbeddedCluster()) {
+    std::vector<std::string> topics;
+    for (const TopicConfig& topic : config.topics) topics.push_back(topic.name);
+    absl::StatusOr<std::unique_ptr<EmbeddedCluster>> created =
+        EmbeddedCluster::Create(topics, config.embedded_partitions);
+    if (!created.ok()) {
+      LogError("ferry", created.status().ToString());
+      return kExitStartupError;
+    }
+    cluster = *std::move(created);
+    config.kafka["bootstrap.servers"] = cluster->bootstrap_servers();
+    // The mock cluster waits session.timeout.ms - 1s in a rebalance; keep it
+    // short so the demo starts in seconds.
+    config.kafka.emplace("session.timeout.ms", "6000");
+    config.kafka.emplace("heartbeat.interval.ms", "500");
+    LogWarn("ferry", "**************************************************************");
+    LogWarn("ferry", "* NO kafka.bootstrap.servers CONFIGURED: using the EMBEDDED     *");
+    LogWarn("ferry", "* in-process MOCK Kafka cluster at ", cluster->bootstrap_servers());
+    LogWarn("ferry", "* It is NOT durable; everything is lost on exit. For trying    *");
+    LogWarn("ferry", "* ferry out only. Set kafka.bootstrap.servers for real use.    *");
+    LogWarn("ferry", "**************************************************************");
+    if (!config.embedded_bootstrap_file.empty() &&
+        !WriteFileAtomically(config.embedded_bootstrap_file, cluster->bootstrap_servers())) {
+      LogError("ferry", "cannot write embedded.bootstrap_file ", config.embedded_bootstrap_file);
+      return kExitStartupError;
+    }
+  }
+
+  Engine engine(config, RealClock::Get());
+  absl::StatusOr<std::unique_ptr<KafkaConsumer>> consumer =
+      KafkaConsumer::Create(config, &engine, decoder->get());
+  if (!consumer.ok()) {
+    std::fprintf(stderr, "ferry: invalid config: %s\n",
+                 std::string(consumer.status().message()).c_str());
+    return kExitConfigError;
+  }
+
+  // ferry's own gRPC server: health now (Control comes later), with
+  // reflection so grpcurl works.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(config.listen_address, grpc::InsecureServerCredentials(), &bound_port);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    LogError("ferry", "cannot listen on ", config.listen_address,
+             " (server.listen): address in use or invalid");
+    return kExitStartupError;
+  }
+  LogInfo("ferry", "serving health on port ", bound_port);
+
+  WorkerPool workers(config, &engine);
+  workers.Start();
+  absl::Status started = (*consumer)->Start();
+  if (!started.ok()) {
+    LogError("ferry", "cannot start consumer: ", started.ToString());
+    workers.Stop();
+    server->Shutdown();
+    return kExitStartupError;
+  }
+  Committer committer(&engine, consumer->get(), config.commit_interval);
+  committer.Start();
+  KafkaConsumer* consumer_ptr = consumer->get();
+  ProgressReporter progress(
+      &engine, [consumer_ptr] { return consumer_ptr->HighWatermarks(); },
+      config.progress_interval);
+  progress.Start();
+  LogInfo("ferry", "running: group ", config.kafka["group.id"], ", ", config.topics.size(),
+          " topics, ", config.processors.size(), " processors");
+
+  const int signal_number = WaitForSignal(signals);
+  LogInfo("ferry", "signal ", signal_number, ": shutting down (grace ",
+          absl::FormatDuration(config.shutdown_grace), ")");
+
+  // Reverse order of startup.
+  consumer_ptr->StopFetching();
+  const absl::Time give_up = absl::Now() + config.shutdown_grace;
+  while (engine.Buffered() > 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));  // polling a drain, not synchronising
+  }
+  if (engine.Buffered() > 0) {
+    LogWarn("ferry", engine.Buffered(),
+            " events unfinished after the grace period; they will be redelivered");
+  }
+  progress.Stop();
+  committer.Stop();        // final commit
+  consumer_ptr->Stop();    // commit on revoke, leave the group
+  workers.Stop();
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  consumer->reset();
+  cluster.reset();
+  LogInfo("ferry", "stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace ferry
+
+int main(int argc, char** argv) { return ferry::Run(argc, argv); }

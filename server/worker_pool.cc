@@ -1,0 +1,290 @@
+#include "server/worker_pool.h"
+
+#include <algorithm>
+#include <deque>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/log.h"
+#include "core/worker_stream.h"
+#include "ferry/v1/processor.grpc.pb.h"
+
+namespace ferry {
+namespace {
+
+constexpr absl::Duration kInitialBackoff = absl::Milliseconds(100);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
+
+absl::Duration BackoffFor(int failures) {
+  absl::Duration backoff = kInitialBackoff;
+  for (int i = 1; i < failures && backoff < kMaxBackoff; ++i) backoff *= 2;
+  backoff = std::min(backoff, kMaxBackoff);
+  // Full jitter in [backoff/2, backoff] so reconnecting streams spread out.
+  thread_local std::mt19937_64 random(std::random_device{}());
+  std::uniform_real_distribution<double> jitter(0.5, 1.0);
+  return backoff * jitter(random);
+}
+
+}  // namespace
+
+// One Process stream. Lifetime: created by OpenLocked, deleted in OnDone.
+// A hold keeps the RPC alive until reading has ended, so no write is ever
+// started on a finished call.
+class WorkerPool::StreamReactor final
+    : public grpc::ClientBidiReactor<v1::ProcessRequest, v1::ProcessResponse>,
+      public WorkerStream {
+ public:
+  StreamReactor(WorkerPool* pool, Slot* slot, v1::Processor::Stub* stub, std::string name)
+      : pool_(pool), slot_(slot), name_(std::move(name)) {
+    stream_id_ = pool_->engine_->AddStream(slot->processor, this);
+    stub->async()->Process(&context_, this);
+    AddHold();
+    StartRead(&response_);
+  }
+
+  // Starts the RPC. Called without the pool's lock: gRPC may run callbacks
+  // inline, and OnDone takes that lock.
+  void Begin() { StartCall(); }
+
+  // WorkerStream (engine mutex held: never block, never call the engine).
+  void SendEvents(v1::Events events) override {
+    v1::ProcessRequest request;
+    *request.mutable_events() = std::move(events);
+    Enqueue(std::move(request));
+  }
+  void SendCancel(std::vector<uint64_t> ids) override {
+    v1::ProcessRequest request;
+    for (uint64_t id : ids) request.mutable_cancel()->add_ids(id);
+    Enqueue(std::move(request));
+  }
+  std::string Describe() const override {
+    absl::MutexLock lock(&mu_);
+    return worker_name_.empty() ? name_ : absl::StrCat(name_, " (", worker_name_, ")");
+  }
+
+  void Close() { context_.TryCancel(); }
+
+  // gRPC callbacks.
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      EndReading();
+      return;
+    }
+    switch (response_.kind_case()) {
+      case v1::ProcessResponse::kReady:
+        if (response_.ready().max_in_flight() == 0) {
+          LogWarn("workers", name_, ": worker sent Ready with max_in_flight=0; it gets no events"
+                  " until it grants Credit");
+        }
+        {
+          absl::MutexLock lock(&mu_);
+          worker_name_ = response_.ready().worker_name();
+          ready_ = true;
+        }
+        pool_->engine_->OnReady(stream_id_, response_.ready().max_in_flight());
+        break;
+      case v1::ProcessResponse::kCredit:
+        pool_->engine_->OnCredit(stream_id_, response_.credit().n());
+        break;
+      case v1::ProcessResponse::kResults:
+        pool_->engine_->OnResults(stream_id_, response_.results());
+        break;
+      default:
+        LogWarn("workers", name_, ": ignoring an empty ProcessResponse");
+        break;
+    }
+    response_.Clear();
+    StartRead(&response_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::ProcessRequest* next = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!ok) {
+        closed_ = true;  // the read side ends too and releases the hold
+        pending_.clear();
+        return;
+      }
+      pending_.pop_front();
+      next = NextWriteLocked();
+    }
+    if (next != nullptr) StartWrite(next);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    // Give the engine back this stream's in-flight events first: after this
+    // call it never touches `this` again.
+    pool_->engine_->OnStreamClosed(stream_id_);
+    bool was_ready;
+    {
+      absl::MutexLock lock(&mu_);
+      was_ready = ready_;
+    }
+    if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
+      LogInfo("workers", name_, ": stream closed");
+    } else {
+      LogWarn("workers", name_, ": stream ended: ", status.error_message(),
+              " (code ", static_cast<int>(status.error_code()), ")");
+    }
+    // The pool deletes this reactor later (never while Stop may still be
+    // closing it).
+    pool_->OnStreamDone(slot_, was_ready, this);
+  }
+
+ private:
+  // StartWrite is called outside mu_ (gRPC may run OnWriteDone inline). The
+  // front element stays put while writing_: deque push_back keeps references.
+  void Enqueue(v1::ProcessRequest request) {
+    const v1::ProcessRequest* next = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return;  // OnStreamClosed re-queues these events
+      pending_.push_back(std::move(request));
+      next = NextWriteLocked();
+    }
+    if (next != nullptr) StartWrite(next);
+  }
+  const v1::ProcessRequest* NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || pending_.empty() || closed_) return nullptr;
+    writing_ = true;
+    return &pending_.front();
+  }
+  void EndReading() {
+    {
+      absl::MutexLock lock(&mu_);
+      closed_ = true;
+    }
+    RemoveHold();
+  }
+
+  WorkerPool* const pool_;
+  Slot* const slot_;
+  const std::string name_;
+  int64_t stream_id_ = 0;
+  grpc::ClientContext context_;
+  v1::ProcessResponse response_;
+  mutable absl::Mutex mu_;
+  // Bounded: the engine never sends more events than the worker's credit.
+  std::deque<v1::ProcessRequest> pending_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool ready_ ABSL_GUARDED_BY(mu_) = false;
+  std::string worker_name_ ABSL_GUARDED_BY(mu_);
+};
+
+WorkerPool::WorkerPool(const Config& config, Engine* engine) : config_(config), engine_(engine) {}
+
+WorkerPool::~WorkerPool() { Stop(); }
+
+
+void WorkerPool::Start() {
+  started_ = true;
+  for (const ProcessorConfig& processor : config_.processors) {
+    grpc::ChannelArguments arguments;
+    arguments.SetLoadBalancingPolicyName("round_robin");
+    arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+    arguments.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
+    auto channel = grpc::CreateCustomChannel(processor.target,
+                                             grpc::InsecureChannelCredentials(), arguments);
+    stubs_.push_back(v1::Processor::NewStub(channel));
+    channels_.push_back(std::move(channel));
+    LogInfo("workers", "processor ", processor.name, ": dialing ", processor.target, " with ",
+            processor.streams, " streams");
+  }
+  std::vector<StreamReactor*> opened;
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t p = 0; p < config_.processors.size(); ++p) {
+      for (int i = 0; i < config_.processors[p].streams; ++i) {
+        auto slot = std::make_unique<Slot>();
+        slot->processor = static_cast<int>(p);
+        slot->index = i;
+        slots_.push_back(std::move(slot));
+      }
+    }
+    for (auto& slot : slots_) opened.push_back(OpenLocked(*slot));
+  }
+  for (StreamReactor* reactor : opened) reactor->Begin();
+  reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
+}
+
+WorkerPool::StreamReactor* WorkerPool::OpenLocked(Slot& slot) {
+  const ProcessorConfig& processor = config_.processors[slot.processor];
+  ++open_streams_;
+  slot.reactor = new StreamReactor(this, &slot, stubs_[slot.processor].get(),
+                                   absl::StrCat(processor.name, "#", slot.index));
+  return slot.reactor;
+}
+
+void WorkerPool::OnStreamDone(Slot* slot, bool was_ready, StreamReactor* reactor) {
+  absl::MutexLock lock(&mu_);
+  --open_streams_;
+  slot->reactor = nullptr;
+  finished_.push_back(reactor);
+  if (stopping_) return;
+  // A stream that got as far as Ready was healthy: start the backoff over.
+  slot->failures = was_ready ? 1 : slot->failures + 1;
+  slot->reopen_at = absl::Now() + BackoffFor(slot->failures);
+}
+
+void WorkerPool::DeleteFinishedLocked() {
+  for (StreamReactor* reactor : finished_) delete reactor;
+  finished_.clear();
+}
+
+void WorkerPool::ReconnectLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    // Periodic timer: wakes at once when Stop() sets stopping_.
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(50));
+    if (stopping_) break;
+    DeleteFinishedLocked();
+    const absl::Time now = absl::Now();
+    std::vector<StreamReactor*> opened;
+    for (auto& slot : slots_) {
+      if (slot->reactor == nullptr && slot->reopen_at <= now) opened.push_back(OpenLocked(*slot));
+    }
+    if (opened.empty()) continue;
+    mu_.Unlock();
+    for (StreamReactor* reactor : opened) reactor->Begin();
+    mu_.Lock();
+  }
+}
+
+void WorkerPool::Stop() {
+  if (stopped_ || !started_) return;
+  stopped_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (reconnect_thread_.joinable()) reconnect_thread_.join();
+  // Only this thread deletes reactors now, so the live ones stay valid while
+  // they are closed outside the lock.
+  std::vector<StreamReactor*> live;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& slot : slots_) {
+      if (slot->reactor != nullptr) live.push_back(slot->reactor);
+    }
+  }
+  for (StreamReactor* reactor : live) reactor->Close();
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](int* open) { return *open == 0; }, &open_streams_));
+  DeleteFinishedLocked();
+}
+
+int WorkerPool::OpenStreams() const {
+  absl::MutexLock lock(&mu_);
+  return open_streams_;
+}
+
+}  // namespace ferry

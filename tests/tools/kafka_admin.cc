@@ -1,0 +1,262 @@
+#include "tests/tools/kafka_admin.h"
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ferry::test_tools {
+namespace {
+
+int TimeoutMs(absl::Duration timeout) {
+  return static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 1, 1 << 30));
+}
+
+absl::Status KafkaError(RdKafka::ErrorCode code, absl::string_view what) {
+  const std::string message = absl::StrCat(what, ": ", RdKafka::err2str(code));
+  switch (code) {
+    case RdKafka::ERR_NO_ERROR:
+      return absl::OkStatus();
+    case RdKafka::ERR__TIMED_OUT:
+    case RdKafka::ERR_REQUEST_TIMED_OUT:
+      return absl::DeadlineExceededError(message);
+    case RdKafka::ERR__UNKNOWN_TOPIC:
+    case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
+    case RdKafka::ERR__UNKNOWN_PARTITION:
+      return absl::NotFoundError(message);
+    default:
+      return absl::UnavailableError(message);
+  }
+}
+
+// A configuration with the settings every handle here shares.
+absl::StatusOr<std::unique_ptr<RdKafka::Conf>> BaseConf(
+    const std::string& bootstrap,
+    const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::unique_ptr<RdKafka::Conf> conf(
+      RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"bootstrap.servers", bootstrap},
+      {"client.id", "ferry-kafka-admin"},
+  };
+  settings.insert(settings.end(), extra.begin(), extra.end());
+  std::string errstr;
+  for (const auto& [name, value] : settings) {
+    if (conf->set(name, value, errstr) != RdKafka::Conf::CONF_OK) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", name, "=", value, ": ", errstr));
+    }
+  }
+  return conf;
+}
+
+// A consumer with group.id `group` that never subscribes: it can read the
+// group's committed offsets and the watermarks without joining the group.
+absl::StatusOr<std::unique_ptr<RdKafka::KafkaConsumer>> MakeConsumer(
+    const std::string& bootstrap, const std::string& group) {
+  auto conf = BaseConf(bootstrap, {{"group.id", group},
+                                   {"enable.auto.commit", "false"},
+                                   {"enable.auto.offset.store", "false"}});
+  if (!conf.ok()) return conf.status();
+  std::string errstr;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
+      RdKafka::KafkaConsumer::create(conf->get(), errstr));
+  if (consumer == nullptr) {
+    return absl::InternalError(absl::StrCat("create consumer: ", errstr));
+  }
+  return consumer;
+}
+
+// Closes the consumer before it is deleted (required by librdkafka).
+struct ConsumerCloser {
+  RdKafka::KafkaConsumer* consumer;
+  ~ConsumerCloser() {
+    if (consumer != nullptr) consumer->close();
+  }
+};
+
+// Partition ids of `topic`, sorted.
+absl::StatusOr<std::vector<int32_t>> ReadPartitionIds(RdKafka::Handle& handle,
+                                                      const std::string& topic,
+                                                      absl::Duration timeout) {
+  RdKafka::Metadata* raw = nullptr;
+  // all_topics=true: asking for one topic could auto-create it.
+  const RdKafka::ErrorCode err =
+      handle.metadata(/*all_topics=*/true, /*only_rkt=*/nullptr, &raw,
+                      TimeoutMs(timeout));
+  std::unique_ptr<RdKafka::Metadata> metadata(raw);
+  if (err != RdKafka::ERR_NO_ERROR) return KafkaError(err, "metadata");
+
+  for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
+    if (t->topic() != topic) continue;
+    if (t->err() != RdKafka::ERR_NO_ERROR) {
+      return KafkaError(t->err(), absl::StrCat("metadata for topic ", topic));
+    }
+    std::vector<int32_t> ids;
+    for (const RdKafka::PartitionMetadata* p : *t->partitions()) {
+      ids.push_back(p->id());
+    }
+    if (ids.empty()) {
+      return absl::UnavailableError(
+          absl::StrCat("topic ", topic, " has no partitions yet"));
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+  return absl::NotFoundError(absl::StrCat("topic ", topic, " not found"));
+}
+
+absl::StatusOr<OffsetMap> ReadCommitted(RdKafka::KafkaConsumer& consumer,
+                                        const std::string& topic,
+                                        absl::Duration timeout) {
+  auto ids = ReadPartitionIds(consumer, topic, timeout);
+  if (!ids.ok()) return ids.status();
+
+  std::vector<RdKafka::TopicPartition*> partitions;
+  for (int32_t id : *ids) {
+    partitions.push_back(RdKafka::TopicPartition::create(topic, id));
+  }
+  struct Destroyer {
+    std::vector<RdKafka::TopicPartition*>& v;
+    ~Destroyer() { RdKafka::TopicPartition::destroy(v); }
+  } destroyer{partitions};
+
+  const RdKafka::ErrorCode err =
+      consumer.committed(partitions, TimeoutMs(timeout));
+  if (err != RdKafka::ERR_NO_ERROR) return KafkaError(err, "committed");
+
+  OffsetMap out;
+  for (const RdKafka::TopicPartition* tp : partitions) {
+    if (tp->err() != RdKafka::ERR_NO_ERROR) {
+      return KafkaError(tp->err(), absl::StrCat("committed offset of ", topic,
+                                                "[", tp->partition(), "]"));
+    }
+    const int64_t offset = tp->offset();
+    out[tp->partition()] = offset < 0 ? kNoCommittedOffset : offset;
+  }
+  return out;
+}
+
+absl::StatusOr<OffsetMap> ReadEnds(RdKafka::Handle& handle,
+                                   const std::string& topic,
+                                   absl::Duration timeout) {
+  auto ids = ReadPartitionIds(handle, topic, timeout);
+  if (!ids.ok()) return ids.status();
+  OffsetMap out;
+  for (int32_t id : *ids) {
+    int64_t low = 0;
+    int64_t high = 0;
+    const RdKafka::ErrorCode err = handle.query_watermark_offsets(
+        topic, id, &low, &high, TimeoutMs(timeout));
+    if (err != RdKafka::ERR_NO_ERROR) {
+      return KafkaError(err,
+                        absl::StrCat("watermarks of ", topic, "[", id, "]"));
+    }
+    out[id] = high;
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<int32_t> ReadPartitionCount(const std::string& bootstrap,
+                                           const std::string& topic,
+                                           absl::Duration timeout) {
+  auto consumer = MakeConsumer(bootstrap, "ferry-kafka-admin");
+  if (!consumer.ok()) return consumer.status();
+  ConsumerCloser closer{consumer->get()};
+  auto ids = ReadPartitionIds(**consumer, topic, timeout);
+  if (!ids.ok()) return ids.status();
+  return static_cast<int32_t>(ids->size());
+}
+
+absl::StatusOr<OffsetMap> ReadCommittedOffsets(const std::string& bootstrap,
+                                               const std::string& topic,
+                                               const std::string& group,
+                                               absl::Duration timeout) {
+  auto consumer = MakeConsumer(bootstrap, group);
+  if (!consumer.ok()) return consumer.status();
+  ConsumerCloser closer{consumer->get()};
+  return ReadCommitted(**consumer, topic, timeout);
+}
+
+absl::StatusOr<OffsetMap> ReadEndOffsets(const std::string& bootstrap,
+                                         const std::string& topic,
+                                         absl::Duration timeout) {
+  // KafkaConsumer insists on a group.id; this one never joins or commits.
+  auto consumer = MakeConsumer(bootstrap, "ferry-kafka-admin");
+  if (!consumer.ok()) return consumer.status();
+  ConsumerCloser closer{consumer->get()};
+  return ReadEnds(**consumer, topic, timeout);
+}
+
+absl::StatusOr<GroupProgress> ReadGroupProgress(const std::string& bootstrap,
+                                                const std::string& topic,
+                                                const std::string& group,
+                                                absl::Duration timeout) {
+  auto consumer = MakeConsumer(bootstrap, group);
+  if (!consumer.ok()) return consumer.status();
+  ConsumerCloser closer{consumer->get()};
+
+  // Committed offsets first, end offsets second: while records are still
+  // being produced or committed this errs towards "not caught up" and never
+  // reports committed > end.
+  auto committed = ReadCommitted(**consumer, topic, timeout);
+  if (!committed.ok()) return committed.status();
+  auto ends = ReadEnds(**consumer, topic, timeout);
+  if (!ends.ok()) return ends.status();
+
+  GroupProgress progress;
+  for (const auto& [partition, end] : *ends) {
+    PartitionOffsets p;
+    p.partition = partition;
+    p.end = end;
+    auto it = committed->find(partition);
+    if (it != committed->end()) p.committed = it->second;
+    progress.partitions.push_back(p);
+  }
+  return progress;
+}
+
+int64_t GroupProgress::TotalCommitted() const {
+  int64_t total = 0;
+  for (const PartitionOffsets& p : partitions) {
+    if (p.committed > 0) total += p.committed;
+  }
+  return total;
+}
+
+int64_t GroupProgress::TotalEnd() const {
+  int64_t total = 0;
+  for (const PartitionOffsets& p : partitions) total += p.end;
+  return total;
+}
+
+bool GroupProgress::AllCommitted() const {
+  if (partitions.empty()) return false;
+  for (const PartitionOffsets& p : partitions) {
+    const bool empty_and_untouched =
+        p.end == 0 && p.committed == kNoCommittedOffset;
+    if (p.committed != p.end && !empty_and_untouched) return false;
+  }
+  return true;
+}
+
+std::string FormatGroupProgress(const GroupProgress& progress) {
+  std::string out;
+  for (const PartitionOffsets& p : progress.partitions) {
+    absl::StrAppend(&out, "partition=", p.partition, " committed=",
+                    p.committed, " end=", p.end, "\n");
+  }
+  absl::StrAppend(&out, "total_committed=", progress.TotalCommitted(),
+                  " total_end=", progress.TotalEnd(), " all_committed=",
+                  progress.AllCommitted() ? "true" : "false", "\n");
+  return out;
+}
+
+}  // namespace ferry::test_tools

@@ -1,0 +1,59 @@
+// The subcommands of kafka_tool (see kafka_tool_main.cc). Each returns the
+// process exit code: 0 on success, 1 on failure, 2 on bad usage.
+#ifndef FERRY_TESTS_TOOLS_KAFKA_TOOL_COMMANDS_H_
+#define FERRY_TESTS_TOOLS_KAFKA_TOOL_COMMANDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace ferry::test_tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// `mock`: an in-process librdkafka mock cluster (1 broker) until SIGTERM or
+// SIGINT.
+struct MockOptions {
+  std::vector<std::string> topics;  // created up front
+  int32_t partitions = 4;           // per created topic
+  std::string bootstrap_file;       // written atomically when non-empty
+};
+int RunMock(const MockOptions& options);
+
+// `produce`: `count` records keyed `key-<i % keys>` whose value is the
+// per-key sequence number.
+struct ProduceOptions {
+  std::string bootstrap;
+  std::string topic;
+  int64_t count = 0;
+  int32_t keys = 1;
+  // Partition of record i is (i % keys) % partitions; librdkafka's default
+  // partitioner when unset.
+  std::optional<int32_t> partitions;
+  absl::Duration timeout = absl::Seconds(60);  // for all delivery reports
+};
+int RunProduce(const ProduceOptions& options);
+
+// `offsets` and `wait-committed`: committed vs end offsets of a group.
+struct OffsetsOptions {
+  std::string bootstrap;
+  std::string topic;
+  std::string group;
+};
+int RunOffsets(const OffsetsOptions& options);
+
+struct WaitCommittedOptions {
+  OffsetsOptions offsets;
+  absl::Duration timeout = absl::Seconds(60);
+  absl::Duration poll_interval = absl::Milliseconds(500);
+};
+int RunWaitCommitted(const WaitCommittedOptions& options);
+
+}  // namespace ferry::test_tools
+
+#endif  // FERRY_TESTS_TOOLS_KAFKA_TOOL_COMMANDS_H_
