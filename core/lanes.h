@@ -23,7 +23,7 @@
 namespace ferry {
 
 // Stable 64-bit FNV-1a.
-uint64_t StableHash(absl::string_view bytes, uint64_t seed = 1469598103934665603ULL);
+uint64_t StableHash(absl::string_view bytes, uint64_t seed = 14695981039346656037ULL);
 
 template <typename Item>
 class Lanes {

@@ -386,9 +386,9 @@ class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessRespo
 
   // A handler finished (any thread). Drops the task's reference.
   void Complete(uint64_t id, const Outcome& outcome) {
-    bool uncancel = false;
     {
       absl::MutexLock l(&mu_);
+      bool uncancel = false;
       bool cancelled = false;
       auto it = inflight_.find(id);
       if (it != inflight_.end()) {
@@ -398,19 +398,22 @@ class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessRespo
           uncancel = cancelled;
         }
       }
+      {
+        // Under mu_: Shutdown sees running == 0 only with this result queued
+        // (its RequestFinish needs mu_), and IsCancelled() forgets the id
+        // before the credit is sent.
+        absl::MutexLock cl(&core_->mu);
+        --core_->running;
+        if (uncancel) {
+          auto c = core_->cancelled.find(id);
+          if (c != core_->cancelled.end() && --c->second == 0) core_->cancelled.erase(c);
+        }
+      }
       if (!finished_ && !ending_) {
         completed_.push_back(Completed{id, outcome, cancelled});
         PumpLocked();
       } else {
         --held_;
-      }
-    }
-    {
-      absl::MutexLock cl(&core_->mu);
-      --core_->running;
-      if (uncancel) {
-        auto c = core_->cancelled.find(id);
-        if (c != core_->cancelled.end() && --c->second == 0) core_->cancelled.erase(c);
       }
     }
     Unref();

@@ -31,6 +31,9 @@
 //     returns (sync) or until `done` is called (async).
 //   * All public Worker methods are thread-safe. Shutdown() must not be called
 //     from inside a handler (it waits for handlers).
+//   * When ferry ends a stream (or cancels it), running handlers finish and
+//     their results are dropped; its events not started yet are skipped.
+//     Events cancelled by Cancel{ids} before they start are skipped too.
 //   * At most max_in_flight events are held per stream while ferry respects
 //     the credit it was granted; extra events are still processed but counted
 //     in credit_violations().

@@ -401,7 +401,9 @@ TEST(WorkerTest, StreamClosedByFerryDropsResultsSafely) {
   EXPECT_THAT(client.ResultIds(), UnorderedElementsAre(10u));
   release.Notify();  // the orphaned handlers finish after their streams are gone
   worker->Shutdown(absl::Seconds(5));
-  EXPECT_GE(finished.load(), 3);
+  // The handler that had started finished (events of a gone stream that had
+  // not started yet are skipped), and so did event 10.
+  EXPECT_GE(finished.load(), 2);
 }
 
 TEST(WorkerTest, ShutdownDeliversInFlightResultWithinGrace) {

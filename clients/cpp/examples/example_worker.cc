@@ -1,0 +1,182 @@
+// example_worker: a ferry processor that acks every event, with the knobs that
+// end-to-end tests, benchmarks and the k8s example need.
+//
+// The processor itself is HandleEvent() below; everything else is plumbing:
+//   --listen ADDR        address to serve on (default 127.0.0.1:50051; port 0 = any)
+//   --max_in_flight N    credit per stream (default 64)
+//   --handler_threads N  threads running the handler (default 4)
+//   --name NAME          worker name sent in Ready (default: host name)
+//   --work_us N          simulated work per event, microseconds (default 0)
+//   --record FILE        append "<key>\t<payload>\t<CLOCK_MONOTONIC ns at handler start>\t
+//                        <partition>\t<offset>\n" per event (buffered, flushed on shutdown;
+//                        '\\', tab, CR and LF inside key/payload are escaped as \\ \t \r \n)
+//   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n"
+//   --port_file FILE     after binding, write the port (atomically: temp file + rename)
+// SIGTERM / SIGINT: graceful shutdown with a 5 s grace, then exit 0.
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "clients/cpp/worker.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "Address to serve on (port 0: any free port).");
+ABSL_FLAG(int, max_in_flight, 64, "Credit per stream: events ferry may have outstanding.");
+ABSL_FLAG(int, handler_threads, 4, "Threads running the handler.");
+ABSL_FLAG(std::string, name, "", "Worker name reported to ferry (default: host name).");
+ABSL_FLAG(std::string, record, "", "If set, append one line per handled event to this file.");
+ABSL_FLAG(std::string, stats, "", "If set, write counters to this file on shutdown.");
+ABSL_FLAG(int64_t, work_us, 0, "Simulated work per event, in microseconds.");
+ABSL_FLAG(std::string, port_file, "", "If set, write the bound port to this file.");
+
+namespace {
+
+// Appends one line per event; many handler threads share it.
+class Recorder {
+ public:
+  bool Open(const std::string& path) {
+    file_ = std::fopen(path.c_str(), "a");
+    if (file_ == nullptr) return false;
+    std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+    return true;
+  }
+  void Record(const ferry::v1::Event& e, int64_t start_ns) {
+    std::string line = absl::StrCat(Escape(e.key()), "\t", Escape(e.payload()), "\t", start_ns,
+                                    "\t", e.partition(), "\t", e.offset(), "\n");
+    absl::MutexLock l(&mu_);
+    if (file_ != nullptr) std::fwrite(line.data(), 1, line.size(), file_);
+  }
+  void Close() {
+    absl::MutexLock l(&mu_);
+    if (file_ != nullptr) std::fclose(file_);  // flushes
+    file_ = nullptr;
+  }
+
+ private:
+  static std::string Escape(const std::string& s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+      switch (c) {
+        case '\\': out += "\\\\"; break;
+        case '\t': out += "\\t"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        default: out += c;
+      }
+    }
+    return out;
+  }
+
+  absl::Mutex mu_;
+  std::FILE* file_ = nullptr;
+};
+
+Recorder* recorder = nullptr;  // set when --record is given
+absl::Duration work = absl::ZeroDuration();
+
+int64_t MonotonicNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// ---- The processor. This is the part to copy. ----
+ferry::sdk::Outcome HandleEvent(const ferry::v1::Event& event) {
+  const int64_t start_ns = MonotonicNanos();
+  // Real work goes here. Return Outcome::Retry("why") to be called again later
+  // or Outcome::Fail("why") to dead-letter the event; a throw counts as Fail.
+  if (work > absl::ZeroDuration()) absl::SleepFor(work);
+  if (recorder != nullptr) recorder->Record(event, start_ns);
+  return ferry::sdk::Outcome::Ok();
+}
+
+// Writes `content` to `path` via a temporary file and rename(2).
+bool WriteFileAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return false;
+  bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  ok = (std::fclose(f) == 0) && ok;
+  ok = ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) std::remove(tmp.c_str());
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+
+  // Block the stop signals before any thread starts (threads inherit the
+  // mask); the main thread takes them synchronously with sigwait below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  work = absl::Microseconds(absl::GetFlag(FLAGS_work_us));
+  Recorder record_file;
+  if (const std::string path = absl::GetFlag(FLAGS_record); !path.empty()) {
+    if (!record_file.Open(path)) {
+      std::fprintf(stderr, "example_worker: cannot open --record %s\n", path.c_str());
+      return 1;
+    }
+    recorder = &record_file;
+  }
+
+  ferry::sdk::WorkerOptions options;
+  options.name = absl::GetFlag(FLAGS_name);
+  options.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
+  options.handler_threads = absl::GetFlag(FLAGS_handler_threads);
+  auto worker = ferry::sdk::Worker::Create(options, HandleEvent);
+  if (!worker.ok()) {
+    std::fprintf(stderr, "example_worker: %s\n", worker.status().ToString().c_str());
+    return 1;
+  }
+  const std::string listen = absl::GetFlag(FLAGS_listen);
+  if (absl::Status s = (*worker)->Start(listen); !s.ok()) {
+    std::fprintf(stderr, "example_worker: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  const int port = (*worker)->port();
+  if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
+    if (!WriteFileAtomically(path, std::to_string(port))) {
+      std::fprintf(stderr, "example_worker: cannot write --port_file %s\n", path.c_str());
+      return 1;
+    }
+  }
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  std::printf("example_worker listening on %s:%d (max_in_flight=%d)\n", host.c_str(), port,
+              options.max_in_flight);
+  std::fflush(stdout);
+
+  int sig = 0;
+  while (sigwait(&stop_signals, &sig) != 0) {
+  }
+  std::fprintf(stderr, "example_worker: signal %d, shutting down\n", sig);
+  (*worker)->Shutdown(absl::Seconds(5));
+  record_file.Close();
+
+  if (const std::string path = absl::GetFlag(FLAGS_stats); !path.empty()) {
+    const std::string stats =
+        absl::StrCat("events_received=", (*worker)->events_received(), "\nmax_held=",
+                     (*worker)->max_held(), "\ncredit_violations=",
+                     (*worker)->credit_violations(), "\n");
+    if (!WriteFileAtomically(path, stats)) {
+      std::fprintf(stderr, "example_worker: cannot write --stats %s\n", path.c_str());
+    }
+  }
+  return 0;
+}
