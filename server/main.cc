@@ -40,6 +40,9 @@ ABSL_FLAG(std::string, config, "",
           "one processor at 127.0.0.1:50051).");
 ABSL_FLAG(bool, print_default_config, false, "Print the embedded default config and exit.");
 ABSL_FLAG(bool, check_config, false, "Validate the config file and exit (0 if valid).");
+ABSL_FLAG(std::string, embedded_bootstrap_file, "",
+          "With the embedded cluster: write its bootstrap address to this file (overrides "
+          "embedded.bootstrap_file), so a producer can find it.");
 
 namespace ferry {
 namespace {
@@ -90,6 +93,9 @@ int Run(int argc, char** argv) {
     return kExitConfigError;
   }
   Config config = *std::move(parsed);
+  if (!absl::GetFlag(FLAGS_embedded_bootstrap_file).empty()) {
+    config.embedded_bootstrap_file = absl::GetFlag(FLAGS_embedded_bootstrap_file);
+  }
   absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(config.topics);
   if (!decoder.ok()) {
     std::fprintf(stderr, "ferry: invalid config: %s\n",

@@ -16,6 +16,7 @@ namespace {
 
 constexpr absl::Duration kInitialBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
+constexpr absl::Duration kChannelSettleTime = absl::Milliseconds(50);
 
 absl::Duration BackoffFor(int failures) {
   absl::Duration backoff = kInitialBackoff;
@@ -198,20 +199,18 @@ void WorkerPool::Start() {
     LogInfo("workers", "processor ", processor.name, ": dialing ", processor.target, " with ",
             processor.streams, " streams");
   }
-  std::vector<StreamReactor*> opened;
-  {
-    absl::MutexLock lock(&mu_);
-    for (size_t p = 0; p < config_.processors.size(); ++p) {
-      for (int i = 0; i < config_.processors[p].streams; ++i) {
-        auto slot = std::make_unique<Slot>();
-        slot->processor = static_cast<int>(p);
-        slot->index = i;
-        slots_.push_back(std::move(slot));
-      }
+  absl::MutexLock lock(&mu_);
+  for (size_t p = 0; p < config_.processors.size(); ++p) {
+    channels_[p]->GetState(/*try_to_connect=*/true);
+    for (int i = 0; i < config_.processors[p].streams; ++i) {
+      auto slot = std::make_unique<Slot>();
+      slot->processor = static_cast<int>(p);
+      slot->index = i;
+      slots_.push_back(std::move(slot));
     }
-    for (auto& slot : slots_) opened.push_back(OpenLocked(*slot));
   }
-  for (StreamReactor* reactor : opened) reactor->Begin();
+  channel_ready_since_.assign(config_.processors.size(), absl::InfiniteFuture());
+  // Streams are opened by the reconnect loop once their channel is READY.
   reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
 }
 
@@ -247,9 +246,24 @@ void WorkerPool::ReconnectLoop() {
     if (stopping_) break;
     DeleteFinishedLocked();
     const absl::Time now = absl::Now();
+    // A stream is opened only on a channel that has been READY for a tick:
+    // round_robin picks among connected addresses only, so opening every
+    // stream the moment the first address connects would put them all on
+    // that one worker. While a channel is not READY gRPC reconnects it with
+    // its own backoff.
+    for (size_t p = 0; p < channels_.size(); ++p) {
+      if (channels_[p]->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) {
+        if (channel_ready_since_[p] == absl::InfiniteFuture()) channel_ready_since_[p] = now;
+      } else {
+        channel_ready_since_[p] = absl::InfiniteFuture();
+      }
+    }
     std::vector<StreamReactor*> opened;
     for (auto& slot : slots_) {
-      if (slot->reactor == nullptr && slot->reopen_at <= now) opened.push_back(OpenLocked(*slot));
+      if (slot->reactor == nullptr && slot->reopen_at <= now &&
+          now - channel_ready_since_[slot->processor] >= kChannelSettleTime) {
+        opened.push_back(OpenLocked(*slot));
+      }
     }
     if (opened.empty()) continue;
     mu_.Unlock();

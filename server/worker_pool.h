@@ -68,6 +68,8 @@ class WorkerPool {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int open_streams_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<StreamReactor*> finished_ ABSL_GUARDED_BY(mu_);
+  // When each processor's channel last became READY (InfiniteFuture: not).
+  std::vector<absl::Time> channel_ready_since_ ABSL_GUARDED_BY(mu_);
   std::thread reconnect_thread_;
   bool started_ = false;
   bool stopped_ = false;
