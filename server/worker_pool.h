@@ -33,8 +33,8 @@ class WorkerPool {
   WorkerPool(const Config& config, Engine* engine);
   ~WorkerPool();
 
-  // Creates the channels and opens every stream (connecting happens in the
-  // background; an unreachable worker is retried, not an error).
+  // Creates the channels; streams open in the background once a channel is
+  // READY (an unreachable worker is retried, not an error).
   void Start();
   // Closes every stream and waits for them to finish. Idempotent.
   void Stop();

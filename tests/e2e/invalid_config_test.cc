@@ -1,0 +1,138 @@
+// A bad config stops ferry before it touches Kafka: non-zero exit, a message
+// naming the bad key (and its line), and nothing consumed or committed.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/e2e/subprocess.h"
+#include "tests/tools/kafka_admin.h"
+
+namespace ferry::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Path(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
+}
+
+class InvalidConfigTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    mock_ = new Subprocess(Subprocess::Start({"tests/tools/kafka_tool", "mock", "--partitions=2",
+                                              "--topics=events",
+                                              absl::StrCat("--bootstrap_file=", Path("bootstrap"))},
+                                             Path("mock.log"))
+                               .value());
+    bootstrap_ = new std::string(absl::StripAsciiWhitespace(
+        WaitForFile(Path("bootstrap"), absl::Seconds(30)).value()));
+    Subprocess producer =
+        Subprocess::Start({"tests/tools/kafka_tool", "produce",
+                           absl::StrCat("--bootstrap=", *bootstrap_), "--topic=events",
+                           "--count=10", "--keys=2", "--partitions=2"},
+                          Path("produce.log"))
+            .value();
+    ASSERT_EQ(producer.Wait(absl::Seconds(60)).value(), 0) << producer.Log();
+  }
+  static void TearDownTestSuite() {
+    delete mock_;
+    delete bootstrap_;
+  }
+
+  // Runs ferry on `yaml` (which may use $BOOTSTRAP); returns exit code and log.
+  std::pair<int, std::string> RunFerry(const std::string& name, std::string yaml) {
+    const std::string placeholder = "$BOOTSTRAP";
+    for (size_t at = yaml.find(placeholder); at != std::string::npos;
+         at = yaml.find(placeholder)) {
+      yaml.replace(at, placeholder.size(), *bootstrap_);
+    }
+    const std::string config = Path(name + ".yaml");
+    std::ofstream(config) << yaml;
+    Subprocess ferry =
+        Subprocess::Start({"server/ferry", absl::StrCat("--config=", config)}, Path(name + ".log"))
+            .value();
+    absl::StatusOr<int> exit = ferry.Wait(absl::Seconds(30));
+    EXPECT_TRUE(exit.ok()) << "ferry kept running on a bad config:\n" << ferry.Log();
+    return {exit.value_or(-1), ferry.Log()};
+  }
+
+  void ExpectNothingCommitted(const std::string& group) {
+    absl::StatusOr<test_tools::OffsetMap> committed =
+        test_tools::ReadCommittedOffsets(*bootstrap_, "events", group);
+    ASSERT_TRUE(committed.ok()) << committed.status();
+    for (const auto& [partition, offset] : *committed) {
+      EXPECT_EQ(offset, test_tools::kNoCommittedOffset) << "partition " << partition;
+    }
+  }
+
+  static Subprocess* mock_;
+  static std::string* bootstrap_;
+};
+
+Subprocess* InvalidConfigTest::mock_ = nullptr;
+std::string* InvalidConfigTest::bootstrap_ = nullptr;
+
+TEST_F(InvalidConfigTest, UnknownKeyIsNamedWithItsLine) {
+  const auto [exit_code, log] = RunFerry("unknown_key",
+                                         "kafka:\n"
+                                         "  bootstrap.servers: $BOOTSTRAP\n"
+                                         "  group.id: bad-1\n"
+                                         "topics:\n"
+                                         "  - name: events\n"
+                                         "processors:\n"
+                                         "  - name: default\n"
+                                         "    target: ipv4:127.0.0.1:1\n"
+                                         "lanes:\n"
+                                         "  cuont: 8\n");
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_THAT(log, HasSubstr("unknown_key.yaml:10: lanes.cuont: unknown key"));
+  ExpectNothingCommitted("bad-1");
+}
+
+TEST_F(InvalidConfigTest, BadValueIsNamed) {
+  const auto [exit_code, log] = RunFerry("bad_value",
+                                         "kafka:\n"
+                                         "  bootstrap.servers: $BOOTSTRAP\n"
+                                         "  group.id: bad-2\n"
+                                         "topics:\n"
+                                         "  - name: events\n"
+                                         "processors:\n"
+                                         "  - name: default\n"
+                                         "    target: ipv4:127.0.0.1:1\n"
+                                         "    timeout: 3 sec\n");
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_THAT(log, HasSubstr("bad_value.yaml:9: processors[0].timeout"));
+  ExpectNothingCommitted("bad-2");
+}
+
+TEST_F(InvalidConfigTest, PropertyLibrdkafkaRejectsIsNamed) {
+  const auto [exit_code, log] = RunFerry("bad_kafka_property",
+                                         "kafka:\n"
+                                         "  bootstrap.servers: $BOOTSTRAP\n"
+                                         "  group.id: bad-3\n"
+                                         "  fetch.wait.max.msx: 10\n"
+                                         "topics:\n"
+                                         "  - name: events\n"
+                                         "processors:\n"
+                                         "  - name: default\n"
+                                         "    target: ipv4:127.0.0.1:1\n");
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_THAT(log, HasSubstr("kafka.fetch.wait.max.msx"));
+  ExpectNothingCommitted("bad-3");
+}
+
+TEST_F(InvalidConfigTest, MissingFileIsNamed) {
+  Subprocess ferry = Subprocess::Start({"server/ferry", "--config=/nonexistent/ferry.yaml"},
+                                       Path("missing.log"))
+                         .value();
+  EXPECT_EQ(ferry.Wait(absl::Seconds(30)).value(), 2);
+  EXPECT_THAT(ferry.Log(), HasSubstr("/nonexistent/ferry.yaml"));
+}
+
+}  // namespace
+}  // namespace ferry::testing
