@@ -1,61 +1,37 @@
 // A bad config stops ferry before it touches Kafka: non-zero exit, a message
 // naming the bad key (and its line), and nothing consumed or committed.
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/e2e/subprocess.h"
-#include "tests/tools/kafka_admin.h"
+#include "tests/e2e/e2e_support.h"
 
 namespace ferry::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string Path(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
-}
-
 class InvalidConfigTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    mock_ = new Subprocess(Subprocess::Start({"tests/tools/kafka_tool", "mock", "--partitions=2",
-                                              "--topics=events",
-                                              absl::StrCat("--bootstrap_file=", Path("bootstrap"))},
-                                             Path("mock.log"))
-                               .value());
-    bootstrap_ = new std::string(absl::StripAsciiWhitespace(
-        WaitForFile(Path("bootstrap"), absl::Seconds(30)).value()));
-    Subprocess producer =
-        Subprocess::Start({"tests/tools/kafka_tool", "produce",
-                           absl::StrCat("--bootstrap=", *bootstrap_), "--topic=events",
-                           "--count=10", "--keys=2", "--partitions=2"},
-                          Path("produce.log"))
-            .value();
-    ASSERT_EQ(producer.Wait(absl::Seconds(60)).value(), 0) << producer.Log();
+    absl::StatusOr<MockCluster> cluster = StartMockCluster("events", 2);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = new MockCluster(*std::move(cluster));
+    ASSERT_TRUE(Produce(cluster_->bootstrap, "events", 10, 2, 2).ok());
   }
-  static void TearDownTestSuite() {
-    delete mock_;
-    delete bootstrap_;
-  }
+  static void TearDownTestSuite() { delete cluster_; }
 
   // Runs ferry on `yaml` (which may use $BOOTSTRAP); returns exit code and log.
   std::pair<int, std::string> RunFerry(const std::string& name, std::string yaml) {
     const std::string placeholder = "$BOOTSTRAP";
     for (size_t at = yaml.find(placeholder); at != std::string::npos;
          at = yaml.find(placeholder)) {
-      yaml.replace(at, placeholder.size(), *bootstrap_);
+      yaml.replace(at, placeholder.size(), cluster_->bootstrap);
     }
-    const std::string config = Path(name + ".yaml");
-    std::ofstream(config) << yaml;
-    Subprocess ferry =
-        Subprocess::Start({"server/ferry", absl::StrCat("--config=", config)}, Path(name + ".log"))
-            .value();
+    Subprocess ferry = StartFerry(yaml, name).value();
     absl::StatusOr<int> exit = ferry.Wait(absl::Seconds(30));
     EXPECT_TRUE(exit.ok()) << "ferry kept running on a bad config:\n" << ferry.Log();
     return {exit.value_or(-1), ferry.Log()};
@@ -63,19 +39,17 @@ class InvalidConfigTest : public ::testing::Test {
 
   void ExpectNothingCommitted(const std::string& group) {
     absl::StatusOr<test_tools::OffsetMap> committed =
-        test_tools::ReadCommittedOffsets(*bootstrap_, "events", group);
+        test_tools::ReadCommittedOffsets(cluster_->bootstrap, "events", group);
     ASSERT_TRUE(committed.ok()) << committed.status();
     for (const auto& [partition, offset] : *committed) {
       EXPECT_EQ(offset, test_tools::kNoCommittedOffset) << "partition " << partition;
     }
   }
 
-  static Subprocess* mock_;
-  static std::string* bootstrap_;
+  static MockCluster* cluster_;
 };
 
-Subprocess* InvalidConfigTest::mock_ = nullptr;
-std::string* InvalidConfigTest::bootstrap_ = nullptr;
+MockCluster* InvalidConfigTest::cluster_ = nullptr;
 
 TEST_F(InvalidConfigTest, UnknownKeyIsNamedWithItsLine) {
   const auto [exit_code, log] = RunFerry("unknown_key",
@@ -128,7 +102,7 @@ TEST_F(InvalidConfigTest, PropertyLibrdkafkaRejectsIsNamed) {
 
 TEST_F(InvalidConfigTest, MissingFileIsNamed) {
   Subprocess ferry = Subprocess::Start({"server/ferry", "--config=/nonexistent/ferry.yaml"},
-                                       Path("missing.log"))
+                                       TempPath("missing.log"))
                          .value();
   EXPECT_EQ(ferry.Wait(absl::Seconds(30)).value(), 2);
   EXPECT_THAT(ferry.Log(), HasSubstr("/nonexistent/ferry.yaml"));

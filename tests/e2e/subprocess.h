@@ -23,6 +23,8 @@ class Subprocess {
   // Starts `argv[0]` with arguments; stdout and stderr go to `log_path`.
   static absl::StatusOr<Subprocess> Start(const std::vector<std::string>& argv,
                                           const std::string& log_path);
+  // No process (pid -1) until assigned from Start().
+  Subprocess() = default;
   Subprocess(Subprocess&& other) noexcept;
   Subprocess& operator=(Subprocess&& other) noexcept;
   Subprocess(const Subprocess&) = delete;

@@ -1,0 +1,166 @@
+#include "tests/e2e/e2e_support.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+
+namespace ferry::testing {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+void WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::trunc);
+  out << contents;
+}
+
+absl::StatusOr<MockCluster> StartMockCluster(const std::string& topic, int partitions) {
+  const std::string bootstrap_file = TempPath(absl::StrCat("bootstrap-", topic));
+  absl::StatusOr<Subprocess> process = Subprocess::Start(
+      {"tests/tools/kafka_tool", "mock", absl::StrCat("--partitions=", partitions),
+       absl::StrCat("--topics=", topic), absl::StrCat("--bootstrap_file=", bootstrap_file)},
+      TempPath(absl::StrCat("mock-", topic, ".log")));
+  if (!process.ok()) return process.status();
+  absl::StatusOr<std::string> bootstrap = WaitForFile(bootstrap_file, absl::Seconds(30));
+  if (!bootstrap.ok()) return bootstrap.status();
+  return MockCluster{*std::move(process), std::string(absl::StripAsciiWhitespace(*bootstrap))};
+}
+
+absl::Status Produce(const std::string& bootstrap, const std::string& topic, int count, int keys,
+                     int partitions) {
+  absl::StatusOr<Subprocess> producer = Subprocess::Start(
+      {"tests/tools/kafka_tool", "produce", absl::StrCat("--bootstrap=", bootstrap),
+       absl::StrCat("--topic=", topic), absl::StrCat("--count=", count),
+       absl::StrCat("--keys=", keys), absl::StrCat("--partitions=", partitions)},
+      TempPath(absl::StrCat("produce-", topic, ".log")));
+  if (!producer.ok()) return producer.status();
+  absl::StatusOr<int> exit = producer->Wait(absl::Seconds(120));
+  if (!exit.ok()) return exit.status();
+  if (*exit != 0) return absl::InternalError(absl::StrCat("produce failed:\n", producer->Log()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Worker> StartWorker(const std::string& name, int max_in_flight, int port,
+                                   const std::vector<std::string>& extra_flags) {
+  Worker worker;
+  const std::string port_file = TempPath(absl::StrCat("port-", name));
+  std::remove(port_file.c_str());
+  worker.record_path = TempPath(absl::StrCat("record-", name));
+  worker.stats_path = TempPath(absl::StrCat("stats-", name));
+  std::vector<std::string> argv = {"clients/cpp/examples/example_worker",
+                                   absl::StrCat("--listen=127.0.0.1:", port),
+                                   absl::StrCat("--max_in_flight=", max_in_flight),
+                                   absl::StrCat("--name=", name),
+                                   absl::StrCat("--port_file=", port_file),
+                                   absl::StrCat("--record=", worker.record_path),
+                                   absl::StrCat("--stats=", worker.stats_path)};
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  absl::StatusOr<Subprocess> process =
+      Subprocess::Start(argv, TempPath(absl::StrCat("worker-", name, ".log")));
+  if (!process.ok()) return process.status();
+  worker.process = *std::move(process);
+  absl::StatusOr<std::string> bound = WaitForFile(port_file, absl::Seconds(30));
+  if (!bound.ok()) return bound.status();
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*bound), &worker.port)) {
+    return absl::InternalError(absl::StrCat("bad port file: ", *bound));
+  }
+  return worker;
+}
+
+std::string FerryConfig(const std::string& bootstrap, const std::string& group,
+                        const std::string& topic, const std::string& target, int streams,
+                        const std::string& extra) {
+  return absl::StrCat("kafka:\n"
+                      "  bootstrap.servers: ", bootstrap, "\n",
+                      "  group.id: ", group, "\n",
+                      "  session.timeout.ms: 6000\n"
+                      "  heartbeat.interval.ms: 500\n"
+                      "topics:\n"
+                      "  - name: ", topic, "\n",
+                      "    ordering: key\n"
+                      "processors:\n"
+                      "  - name: default\n"
+                      "    target: ", target, "\n",
+                      "    streams: ", streams, "\n",
+                      "    timeout: 60s\n"
+                      "server:\n"
+                      "  listen: 127.0.0.1:0\n"
+                      "commit:\n"
+                      "  interval: 200ms\n"
+                      "log:\n"
+                      "  progress_interval: 1s\n",
+                      extra);
+}
+
+absl::StatusOr<Subprocess> StartFerry(const std::string& config_yaml, const std::string& name) {
+  const std::string config = TempPath(absl::StrCat(name, ".yaml"));
+  WriteFile(config, config_yaml);
+  return Subprocess::Start({"server/ferry", absl::StrCat("--config=", config)},
+                           TempPath(absl::StrCat(name, ".log")));
+}
+
+absl::StatusOr<test_tools::GroupProgress> WaitAllCommitted(const std::string& bootstrap,
+                                                           const std::string& topic,
+                                                           const std::string& group,
+                                                           int64_t expected_total,
+                                                           Subprocess& ferry,
+                                                           absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  test_tools::GroupProgress progress;
+  while (absl::Now() < deadline) {
+    if (ferry.TryWait().has_value()) {
+      return absl::InternalError(absl::StrCat("ferry exited early with ", *ferry.TryWait()));
+    }
+    absl::StatusOr<test_tools::GroupProgress> read =
+        test_tools::ReadGroupProgress(bootstrap, topic, group);
+    if (read.ok()) {
+      progress = *read;
+      if (progress.AllCommitted() && progress.TotalEnd() == expected_total) return progress;
+    }
+    absl::SleepFor(absl::Milliseconds(250));  // polling the broker
+  }
+  return absl::DeadlineExceededError(absl::StrCat("not all committed:\n",
+                                                  test_tools::FormatGroupProgress(progress)));
+}
+
+int64_t LastProgressValue(const std::string& log, const std::string& name) {
+  const size_t line_start = log.rfind("progress:");
+  if (line_start == std::string::npos) return -1;
+  const std::string key = absl::StrCat(" ", name, "=");
+  const size_t at = log.find(key, line_start);
+  const size_t line_end = log.find('\n', line_start);
+  if (at == std::string::npos || at > line_end) return -1;
+  const size_t value_start = at + key.size();
+  const size_t value_end = log.find_first_not_of("0123456789", value_start);
+  int64_t value = -1;
+  if (!absl::SimpleAtoi(log.substr(value_start, value_end - value_start), &value)) return -1;
+  return value;
+}
+
+std::map<std::string, int64_t> ReadStats(const std::string& path) {
+  std::map<std::string, int64_t> stats;
+  for (absl::string_view line : absl::StrSplit(ReadFile(path), '\n', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    int64_t value = 0;
+    if (absl::SimpleAtoi(kv.second, &value)) stats[kv.first] = value;
+  }
+  return stats;
+}
+
+}  // namespace ferry::testing

@@ -1,0 +1,73 @@
+// Building blocks of ferry's end-to-end tests: a mock Kafka cluster process,
+// the producer, example workers, ferry itself and its config, and waiting for
+// a group's commits — all real processes talking over loopback sockets.
+//
+// Paths of binaries are relative to the test's runfiles directory (Bazel runs
+// tests there). Threading: one test thread.
+#ifndef FERRY_TESTS_E2E_E2E_SUPPORT_H_
+#define FERRY_TESTS_E2E_E2E_SUPPORT_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tests/e2e/subprocess.h"
+#include "tests/tools/kafka_admin.h"
+
+namespace ferry::testing {
+
+// A file in the test's private temp dir.
+std::string TempPath(const std::string& name);
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& contents);
+
+struct MockCluster {
+  Subprocess process;
+  std::string bootstrap;
+};
+// `kafka_tool mock` with one topic of `partitions` partitions.
+absl::StatusOr<MockCluster> StartMockCluster(const std::string& topic, int partitions);
+
+// `kafka_tool produce`: `count` records over `keys` keys, key-i pinned to
+// partition (i % keys) % partitions, payload = the key's sequence number.
+absl::Status Produce(const std::string& bootstrap, const std::string& topic, int count, int keys,
+                     int partitions);
+
+struct Worker {
+  Subprocess process;
+  int port = 0;
+  std::string record_path;  // one line per handled event
+  std::string stats_path;   // written at shutdown
+};
+// The example C++ worker. `port` 0 picks a free one.
+absl::StatusOr<Worker> StartWorker(const std::string& name, int max_in_flight, int port = 0,
+                                   const std::vector<std::string>& extra_flags = {});
+
+// A ferry config for `topic` with one processor dialing `target`; `extra`
+// is appended as more top-level YAML.
+std::string FerryConfig(const std::string& bootstrap, const std::string& group,
+                        const std::string& topic, const std::string& target, int streams,
+                        const std::string& extra = "");
+absl::StatusOr<Subprocess> StartFerry(const std::string& config_yaml, const std::string& name);
+
+// Polls the broker until `group` has committed the end offset of every
+// partition of `topic` (and the end offsets sum to `expected_total`). Fails
+// early if `ferry` exits.
+absl::StatusOr<test_tools::GroupProgress> WaitAllCommitted(const std::string& bootstrap,
+                                                           const std::string& topic,
+                                                           const std::string& group,
+                                                           int64_t expected_total,
+                                                           Subprocess& ferry,
+                                                           absl::Duration timeout);
+
+// The value of `name=` in the last `progress:` line of a ferry log, or -1.
+int64_t LastProgressValue(const std::string& log, const std::string& name);
+
+// key=value lines (a worker's --stats file).
+std::map<std::string, int64_t> ReadStats(const std::string& path);
+
+}  // namespace ferry::testing
+
+#endif  // FERRY_TESTS_E2E_E2E_SUPPORT_H_
