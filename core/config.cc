@@ -593,7 +593,7 @@ absl::Status Parser::ParseProcessor(const YAML::Node& node,
   absl::Status status = ForEachField(
       node, path, line,
       {"name", "target", "event_types", "streams", "max_in_flight",
-       "max_batch", "timeout"},
+       "max_batch", "max_batch_bytes", "timeout"},
       [&](const std::string& key, const std::string& child, int key_line,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "name") {
@@ -651,6 +651,16 @@ absl::Status Parser::ParseProcessor(const YAML::Node& node,
         if (key == "max_batch") {
           return GetInt(value, child, value_line, 1, "max_batch: 64",
                         &processor->max_batch);
+        }
+        if (key == "max_batch_bytes") {
+          absl::Status bytes_status =
+              GetBytes(value, child, value_line, &processor->max_batch_bytes);
+          if (!bytes_status.ok()) return bytes_status;
+          if (processor->max_batch_bytes < 1024) {
+            return Error(value_line, child,
+                         "must be at least 1KiB, e.g. `max_batch_bytes: 3MiB`");
+          }
+          return absl::OkStatus();
         }
         return GetDuration(value, child, value_line, /*allow_zero=*/false,
                            "timeout: 30s", &processor->timeout);

@@ -62,6 +62,10 @@ struct ProcessorConfig {
   int max_in_flight = 256;
   // Most events packed into one Events message.
   int max_batch = 64;
+  // Most bytes of events packed into one Events message. gRPC servers refuse
+  // messages over 4 MiB by default, so batches stay under that; an event
+  // bigger than this still goes, alone.
+  int64_t max_batch_bytes = 3LL << 20;
   // Per-event deadline, dispatch to result.
   absl::Duration timeout = absl::Seconds(30);
 };

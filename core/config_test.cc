@@ -74,6 +74,7 @@ processors:
     streams: 4
     max_in_flight: 32
     max_batch: 8
+    max_batch_bytes: 1MiB
     timeout: 1500ms
   - name: default
     target: ipv4:127.0.0.1:50051,127.0.0.1:50052
@@ -134,6 +135,7 @@ embedded:
   EXPECT_EQ(billing.streams, 4);
   EXPECT_EQ(billing.max_in_flight, 32);
   EXPECT_EQ(billing.max_batch, 8);
+  EXPECT_EQ(billing.max_batch_bytes, 1 << 20);
   EXPECT_EQ(billing.timeout, absl::Milliseconds(1500));
   const ProcessorConfig& fallback = config->processors[1];
   EXPECT_EQ(fallback.name, "default");
@@ -324,6 +326,15 @@ processors:
       absl::StrCat(kMinimal, "budgets:\n  resume_fraction: 1\n"), 7,
       "budgets.resume_fraction");
   EXPECT_THAT(message, HasSubstr("less than 1"));
+  message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    max_batch_bytes: 100B
+)",
+                        6, "processors[0].max_batch_bytes");
+  EXPECT_THAT(message, HasSubstr("at least 1KiB"));
 }
 
 TEST(ConfigTest, WrongType) {

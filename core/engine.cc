@@ -434,7 +434,9 @@ void Engine::DispatchLocked() {
                 candidates.end());
 
     std::map<int64_t, v1::Events> batches;
-    auto flush = [this, &batches](int64_t stream_id) {
+    std::map<int64_t, int64_t> batch_bytes;
+    auto flush = [this, &batches, &batch_bytes](int64_t stream_id) {
+      batch_bytes[stream_id] = 0;
       auto batch = batches.find(stream_id);
       if (batch == batches.end() || batch->second.events_size() == 0) return;
       streams_[stream_id].stream->SendEvents(std::move(batch->second));
@@ -469,8 +471,13 @@ void Engine::DispatchLocked() {
       const uint64_t id = next_delivery_id_++;
       taken->event.set_id(id);
       taken->event.set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
+      const int64_t event_bytes = static_cast<int64_t>(taken->event.ByteSizeLong());
+      if (batch_bytes[stream_id] + event_bytes > processor_config.max_batch_bytes) {
+        flush(stream_id);
+      }
       v1::Events& batch = batches[stream_id];
       *batch.add_events() = taken->event;
+      batch_bytes[stream_id] += event_bytes;
       InFlight& flight = in_flight_[id];
       flight.queued = std::move(*taken);
       flight.stream_id = stream_id;

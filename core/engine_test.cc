@@ -127,6 +127,29 @@ TEST_F(EngineTest, ManyEventsPerMessageUpToMaxBatch) {
   EXPECT_EQ(stream.batches()[0].events_size(), 16);
 }
 
+TEST_F(EngineTest, BatchesStayUnderMaxBatchBytes) {
+  Config config = TestConfig();
+  config.processors[0].max_batch_bytes = 10 * 1024;
+  config.topics[0].ordering = Ordering::kUnordered;  // every event ready at once
+  Engine engine(config, &clock_);
+  engine.OnAssigned({{"t", 0}});
+  for (int i = 0; i < 16; ++i) {
+    v1::Event event = MakeEvent(0, i, "k" + std::to_string(i));
+    event.set_payload(std::string(3000, 'x'));
+    engine.Submit(event, 3000);
+  }
+  FakeWorkerStream stream("s");
+  engine.OnReady(engine.AddStream(0, &stream), 1000);
+  int events = 0;
+  for (const v1::Events& batch : stream.batches()) {
+    EXPECT_LE(batch.ByteSizeLong(), 10u * 1024 + 64);
+    EXPECT_GE(batch.events_size(), 1);
+    events += batch.events_size();
+  }
+  EXPECT_EQ(events, 16);
+  EXPECT_GE(stream.batches().size(), 5u);
+}
+
 TEST_F(EngineTest, CommitsOnlyTheContiguousFinishedPrefix) {
   FakeWorkerStream stream("s");
   const int64_t id = Connect(stream, 100);

@@ -184,7 +184,9 @@ int Run(int argc, char** argv) {
   LogInfo("ferry", "signal ", signal_number, ": shutting down (grace ",
           absl::FormatDuration(config.shutdown_grace), ")");
 
-  // Reverse order of startup.
+  // Reverse order of startup. Readiness goes first, so Kubernetes stops
+  // routing to this pod while it drains.
+  server->GetHealthCheckService()->SetServingStatus(false);
   consumer_ptr->StopFetching();
   const absl::Time give_up = absl::Now() + config.shutdown_grace;
   while (engine.Buffered() > 0 && absl::Now() < give_up) {

@@ -5,10 +5,14 @@
 #include <map>
 #include <sstream>
 
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 
 namespace ferry::testing {
@@ -137,6 +141,45 @@ absl::StatusOr<test_tools::GroupProgress> WaitAllCommitted(const std::string& bo
   }
   return absl::DeadlineExceededError(absl::StrCat("not all committed:\n",
                                                   test_tools::FormatGroupProgress(progress)));
+}
+
+absl::StatusOr<bool> IsServing(int port) {
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                     grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  // HealthCheckRequest{service: ""} encodes to no bytes; the response's only
+  // field is `status` (field 1, varint): SERVING = 1.
+  grpc::Slice no_bytes(std::string{});
+  grpc::ByteBuffer request(&no_bytes, 1);
+  grpc::ByteBuffer response;
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                 &response, [&](grpc::Status result) {
+                   status = std::move(result);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (!status.ok()) return absl::UnavailableError(status.error_message());
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return absl::InternalError("unreadable health response");
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return bytes == std::string("\x08\x01", 2);
+}
+
+int FerryHealthPort(const std::string& log) {
+  const std::string marker = "serving health on port ";
+  const size_t at = log.find(marker);
+  if (at == std::string::npos) return -1;
+  int port = -1;
+  const size_t start = at + marker.size();
+  if (!absl::SimpleAtoi(log.substr(start, log.find('\n', start) - start), &port)) return -1;
+  return port;
 }
 
 int64_t LastProgressValue(const std::string& log, const std::string& name) {

@@ -62,6 +62,12 @@ absl::StatusOr<test_tools::GroupProgress> WaitAllCommitted(const std::string& bo
                                                            Subprocess& ferry,
                                                            absl::Duration timeout);
 
+// Asks the gRPC health service (grpc.health.v1.Health/Check, service "") at
+// 127.0.0.1:`port`; true when it answers SERVING.
+absl::StatusOr<bool> IsServing(int port);
+// The port in ferry's "serving health on port N" log line, or -1.
+int FerryHealthPort(const std::string& log);
+
 // The value of `name=` in the last `progress:` line of a ferry log, or -1.
 int64_t LastProgressValue(const std::string& log, const std::string& name);
 

@@ -77,6 +77,13 @@ TEST(EndToEndTest, HundredThousandEventsAckedCommittedAndOrderedPerKey) {
   if (!progress.ok()) PrintLogTail(*ferry);
   ASSERT_TRUE(progress.ok()) << progress.status();
 
+  // ferry serves the gRPC health service.
+  const int health_port = FerryHealthPort(ferry->Log());
+  ASSERT_GT(health_port, 0) << ferry->Log();
+  absl::StatusOr<bool> serving = IsServing(health_port);
+  ASSERT_TRUE(serving.ok()) << serving.status();
+  EXPECT_TRUE(*serving);
+
   // Graceful stop of everything: exit code 0 each.
   ferry->Signal(SIGTERM);
   absl::StatusOr<int> ferry_exit = ferry->Wait(absl::Seconds(60));
