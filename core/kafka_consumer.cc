@@ -12,6 +12,8 @@ namespace ferry {
 namespace {
 
 constexpr int kPollTimeoutMs = 100;
+// While paused nothing arrives, so poll briefly to notice the drain soon.
+constexpr int kPausedPollTimeoutMs = 10;
 
 std::vector<TopicPartition> ToTopicPartitions(
     const std::vector<RdKafka::TopicPartition*>& partitions) {
@@ -188,7 +190,8 @@ void KafkaConsumer::Stop() {
 
 void KafkaConsumer::PollLoop() {
   while (!stop_) {
-    std::unique_ptr<RdKafka::Message> message(consumer_->consume(kPollTimeoutMs));
+    std::unique_ptr<RdKafka::Message> message(
+        consumer_->consume(paused_ ? kPausedPollTimeoutMs : kPollTimeoutMs));
     if (message != nullptr) HandleMessage(*message);
     UpdateFlowControl();
   }

@@ -89,7 +89,7 @@ absl::StatusOr<Worker> StartWorker(const std::string& name, int max_in_flight, i
 
 std::string FerryConfig(const std::string& bootstrap, const std::string& group,
                         const std::string& topic, const std::string& target, int streams,
-                        const std::string& extra) {
+                        const std::string& extra, const std::string& progress_interval) {
   return absl::StrCat("kafka:\n"
                       "  bootstrap.servers: ", bootstrap, "\n",
                       "  group.id: ", group, "\n",
@@ -108,7 +108,7 @@ std::string FerryConfig(const std::string& bootstrap, const std::string& group,
                       "commit:\n"
                       "  interval: 200ms\n"
                       "log:\n"
-                      "  progress_interval: 1s\n",
+                      "  progress_interval: ", progress_interval, "\n",
                       extra);
 }
 

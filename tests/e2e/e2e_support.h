@@ -46,10 +46,12 @@ absl::StatusOr<Worker> StartWorker(const std::string& name, int max_in_flight, i
                                    const std::vector<std::string>& extra_flags = {});
 
 // A ferry config for `topic` with one processor dialing `target`; `extra`
-// is appended as more top-level YAML.
+// is appended as more top-level YAML. Progress is logged every
+// `progress_interval`.
 std::string FerryConfig(const std::string& bootstrap, const std::string& group,
                         const std::string& topic, const std::string& target, int streams,
-                        const std::string& extra = "");
+                        const std::string& extra = "",
+                        const std::string& progress_interval = "1s");
 absl::StatusOr<Subprocess> StartFerry(const std::string& config_yaml, const std::string& name);
 
 // Polls the broker until `group` has committed the end offset of every

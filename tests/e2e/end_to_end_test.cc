@@ -178,5 +178,46 @@ TEST(EndToEndTest, WorkerKilledMidStreamIsReconnectedAndNothingIsLost) {
   EXPECT_EQ(LastProgressValue(ferry->Log(), "acked"), kRestartEvents);
 }
 
+// Backpressure: with a budget of 500 buffered events and a backlog of 3,000,
+// ferry pauses fetching instead of buffering the backlog, and still finishes.
+TEST(EndToEndTest, BufferedEventsStayWithinTheBudget) {
+  constexpr int kBacklog = 3000;
+  constexpr int kBudget = 500;
+  absl::StatusOr<MockCluster> cluster = StartMockCluster("backlog", 8);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_TRUE(Produce(cluster->bootstrap, "backlog", kBacklog, 500, 8).ok());
+  absl::StatusOr<Worker> worker = StartWorker("budget", 64, 0, {"--work_us=100"});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  absl::StatusOr<Subprocess> ferry = StartFerry(
+      FerryConfig(cluster->bootstrap, "budget-group", "backlog",
+                  absl::StrCat("ipv4:127.0.0.1:", worker->port), /*streams=*/2,
+                  absl::StrCat("budgets:\n  max_buffered_events: ", kBudget,
+                               "\n  resume_fraction: 0.5\n"),
+                  /*progress_interval=*/"100ms"),
+      "ferry-budget");
+  ASSERT_TRUE(ferry.ok()) << ferry.status();
+  absl::StatusOr<test_tools::GroupProgress> progress = WaitAllCommitted(
+      cluster->bootstrap, "backlog", "budget-group", kBacklog, *ferry, absl::Seconds(120));
+  if (!progress.ok()) PrintLogTail(*ferry);
+  ASSERT_TRUE(progress.ok()) << progress.status();
+  ferry->Signal(SIGTERM);
+  ASSERT_EQ(ferry->Wait(absl::Seconds(60)).value_or(-1), 0);
+
+  // Every progress line (one per 100ms) reports buffered events.
+  int64_t most_buffered = 0;
+  int lines = 0;
+  for (absl::string_view line : absl::StrSplit(ferry->Log(), '\n')) {
+    if (line.find("progress:") == absl::string_view::npos) continue;
+    const int64_t buffered = LastProgressValue(std::string(line), "buffered");
+    ASSERT_GE(buffered, 0) << line;
+    most_buffered = std::max(most_buffered, buffered);
+    ++lines;
+  }
+  EXPECT_GE(lines, 5);
+  EXPECT_GT(most_buffered, 0);
+  // The poll that crosses the budget may hand over one more record.
+  EXPECT_LE(most_buffered, kBudget + 1);
+}
+
 }  // namespace
 }  // namespace ferry::testing

@@ -1,5 +1,6 @@
-// Read-only Kafka queries for tests and test tools: partition counts,
-// committed offsets of a consumer group, and end offsets (high watermarks).
+// Kafka queries for tests and test tools: partition counts, committed
+// offsets of a consumer group, end offsets (high watermarks), offsets for a
+// timestamp; and topic creation (the only call here that changes anything).
 //
 // Each call opens its own short-lived librdkafka handle, so callers need no
 // setup and may call from any thread. Nothing here joins a consumer group or
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -73,6 +75,30 @@ absl::StatusOr<GroupProgress> ReadGroupProgress(
 // `total_committed=<sum> total_end=<sum> all_committed=<true|false>`; every
 // line ends with '\n'.
 std::string FormatGroupProgress(const GroupProgress& progress);
+
+// The offset returned by OffsetsForTime for a partition that has no record
+// with a timestamp >= the one asked for (librdkafka's RD_KAFKA_OFFSET_END:
+// the broker answers ListOffsets with offset -1, "past the end").
+inline constexpr int64_t kOffsetPastEnd = -1;
+
+// For every partition of `topic`, the earliest offset whose record timestamp
+// is >= `timestamp_ms` (librdkafka's offsetsForTimes, i.e. ListOffsets by
+// timestamp), or kOffsetPastEnd when no record is that late. Needs a real
+// broker: librdkafka 2.0.2's mock cluster answers -1 for every timestamp.
+absl::StatusOr<OffsetMap> OffsetsForTime(
+    const std::string& bootstrap, const std::string& topic,
+    int64_t timestamp_ms, absl::Duration timeout = kDefaultAdminTimeout);
+
+// Creates `topic` with `partitions` partitions (Admin API CreateTopics), then
+// waits until the metadata shows all of them with a leader, so the topic is
+// usable when this returns. AlreadyExists when the topic exists (checked
+// before creating, so a mock cluster does not auto-create it). `config` holds
+// topic configs (e.g. {"retention.ms", "-1"}).
+absl::Status CreateTopic(
+    const std::string& bootstrap, const std::string& topic,
+    int32_t partitions, int16_t replication_factor = 1,
+    const std::vector<std::pair<std::string, std::string>>& config = {},
+    absl::Duration timeout = absl::Seconds(30));
 
 }  // namespace ferry::test_tools
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -36,8 +37,36 @@ struct ProduceOptions {
   // partitioner when unset.
   std::optional<int32_t> partitions;
   absl::Duration timeout = absl::Seconds(60);  // for all delivery reports
+  // Record i gets timestamp timestamp_start_ms + i * timestamp_step_ms (ms
+  // since the epoch; every one must be > 0, 0 meaning "now" to librdkafka).
+  // Unset: librdkafka stamps records with the current time.
+  std::optional<int64_t> timestamp_start_ms;
+  int64_t timestamp_step_ms = 0;
+  // Headers added to every record, in order ("k=v" flags split at the first
+  // '='; a name may repeat).
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 int RunProduce(const ProduceOptions& options);
+
+// `create-topic`: Admin API CreateTopics, then waits until every partition
+// has a leader.
+struct CreateTopicOptions {
+  std::string bootstrap;
+  std::string topic;
+  int32_t partitions = 0;
+  int16_t replication_factor = 1;
+  absl::Duration timeout = absl::Seconds(30);
+};
+int RunCreateTopic(const CreateTopicOptions& options);
+
+// `offsets-for-time`: per partition, the first offset whose timestamp is
+// >= timestamp_ms (-1 when none is), one `partition=<p> offset=<o>` line each.
+struct OffsetsForTimeOptions {
+  std::string bootstrap;
+  std::string topic;
+  std::optional<int64_t> timestamp_ms;
+};
+int RunOffsetsForTime(const OffsetsForTimeOptions& options);
 
 // `offsets` and `wait-committed`: committed vs end offsets of a group.
 struct OffsetsOptions {

@@ -58,6 +58,19 @@ bool Validate(const ProduceOptions& o) {
   else if (o.keys < 1) problem = "--keys must be >= 1";
   else if (o.partitions.has_value() && *o.partitions < 1)
     problem = "--partitions must be >= 1";
+  else if (!o.timestamp_start_ms.has_value() && o.timestamp_step_ms != 0)
+    problem = "--timestamp_step_ms needs --timestamp_start_ms";
+  else if (o.timestamp_start_ms.has_value() &&
+           (*o.timestamp_start_ms <= 0 ||
+            (o.count > 0 &&
+             *o.timestamp_start_ms + (o.count - 1) * o.timestamp_step_ms <= 0)))
+    problem = "every record timestamp (--timestamp_start_ms + i * "
+              "--timestamp_step_ms) must be > 0";
+  else {
+    for (const auto& [name, value] : o.headers) {
+      if (name.empty()) problem = "--headers: a header name is empty";
+    }
+  }
   if (problem.empty()) return true;
   std::fprintf(stderr, "produce: %s\n", problem.c_str());
   return false;
@@ -96,15 +109,31 @@ std::unique_ptr<RdKafka::Producer> MakeProducer(const ProduceOptions& o,
   return producer;
 }
 
-// Enqueues one record, waiting while the local queue is full.
-RdKafka::ErrorCode Enqueue(RdKafka::Producer& producer,
-                           const std::string& topic, int32_t partition,
-                           const std::string& key, const std::string& value) {
+// Enqueues one record, waiting while the local queue is full. `timestamp`
+// 0 lets librdkafka use the current time.
+RdKafka::ErrorCode Enqueue(
+    RdKafka::Producer& producer, const std::string& topic, int32_t partition,
+    const std::string& key, const std::string& value, int64_t timestamp,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
   for (;;) {
-    const RdKafka::ErrorCode err = producer.produce(
-        topic, partition, RdKafka::Producer::RK_MSG_COPY,
-        const_cast<char*>(value.data()), value.size(), key.data(),
-        key.size(), /*timestamp=*/0, /*msg_opaque=*/nullptr);
+    RdKafka::ErrorCode err;
+    if (headers.empty()) {
+      err = producer.produce(topic, partition, RdKafka::Producer::RK_MSG_COPY,
+                             const_cast<char*>(value.data()), value.size(),
+                             key.data(), key.size(), timestamp,
+                             /*msg_opaque=*/nullptr);
+    } else {
+      // produce() takes ownership of the headers only when it succeeds.
+      RdKafka::Headers* record_headers = RdKafka::Headers::create();
+      for (const auto& [name, header_value] : headers) {
+        record_headers->add(name, header_value);
+      }
+      err = producer.produce(topic, partition, RdKafka::Producer::RK_MSG_COPY,
+                             const_cast<char*>(value.data()), value.size(),
+                             key.data(), key.size(), timestamp, record_headers,
+                             /*msg_opaque=*/nullptr);
+      if (err != RdKafka::ERR_NO_ERROR) delete record_headers;
+    }
     if (err != RdKafka::ERR__QUEUE_FULL) return err;
     producer.poll(100);  // serve delivery reports to make room
   }
@@ -130,8 +159,12 @@ int RunProduce(const ProduceOptions& o) {
     const std::string key = absl::StrCat("key-", key_index);
     const std::string value =
         absl::StrCat(next_sequence[static_cast<size_t>(key_index)]++);
-    const RdKafka::ErrorCode err =
-        Enqueue(*producer, o.topic, partition, key, value);
+    const int64_t timestamp =
+        o.timestamp_start_ms.has_value()
+            ? *o.timestamp_start_ms + i * o.timestamp_step_ms
+            : 0;
+    const RdKafka::ErrorCode err = Enqueue(*producer, o.topic, partition, key,
+                                           value, timestamp, o.headers);
     if (err != RdKafka::ERR_NO_ERROR) {
       std::fprintf(stderr, "produce: record %lld: %s\n",
                    static_cast<long long>(i), RdKafka::err2str(err).c_str());
