@@ -202,11 +202,11 @@ void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight) {
     return;
   }
   entry.ready = true;
-  // The worker's credit, capped by ferry's own per-stream limit. Credit the
-  // worker grants later adds to this.
-  const int64_t cap = config_.processors[entry.processor].max_in_flight;
-  entry.credit = std::min<int64_t>(max_in_flight, cap);
-  LogInfo("engine", "stream ready: ", entry.stream->Describe(), " credit=", entry.credit);
+  // The worker's credit; Credit messages add to it. Dispatch also keeps the
+  // stream under ferry's own cap (processor max_in_flight).
+  entry.credit = max_in_flight;
+  LogInfo("engine", "stream ready: ", entry.stream->Describe(), " credit=", entry.credit,
+          " cap=", config_.processors[entry.processor].max_in_flight);
   DispatchLocked();
 }
 
@@ -420,10 +420,13 @@ void Engine::DispatchLocked() {
 
     // Streams of this processor with credit, starting after the one used
     // last so load spreads round-robin.
+    const int64_t cap = processor_config.max_in_flight;
+    auto has_room = [cap](const StreamEntry& stream) {
+      return stream.ready && stream.credit > 0 && stream.in_flight < cap;
+    };
     std::vector<int64_t> candidates;
     for (auto& [id, stream] : streams_) {
-      if (static_cast<size_t>(stream.processor) == processor && stream.ready &&
-          stream.credit > 0) {
+      if (static_cast<size_t>(stream.processor) == processor && has_room(stream)) {
         candidates.push_back(id);
       }
     }
@@ -487,7 +490,7 @@ void Engine::DispatchLocked() {
       ++counters_.dispatched;
       last_stream_used_[processor] = stream_id;
       if (batch.events_size() >= processor_config.max_batch) flush(stream_id);
-      if (stream.credit <= 0) {
+      if (!has_room(stream)) {
         flush(stream_id);
         candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(next));
       } else {

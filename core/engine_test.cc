@@ -118,6 +118,23 @@ TEST_F(EngineTest, CreditIsNeverExceeded) {
   EXPECT_EQ(stream.held().size(), 3u);
 }
 
+TEST_F(EngineTest, FerrysOwnCapHoldsWhateverTheWorkerGrants) {
+  Config config = TestConfig();
+  config.processors[0].max_in_flight = 3;
+  Engine engine(config, &clock_);
+  engine.OnAssigned({{"t", 0}});
+  FakeWorkerStream stream("s");
+  const int64_t id = engine.AddStream(0, &stream);
+  engine.OnReady(id, 100);
+  for (int i = 0; i < 10; ++i) engine.Submit(MakeEvent(0, i, "k" + std::to_string(i)), 1);
+  std::vector<v1::Event> sent = stream.TakeHeld();
+  ASSERT_EQ(sent.size(), 3u);
+  engine.OnCredit(id, 100);
+  EXPECT_THAT(stream.held(), IsEmpty());
+  engine.OnResults(id, ResultFor(sent[0].id(), v1::Result::OK));
+  EXPECT_EQ(stream.held().size(), 1u);  // one finished, one more may go
+}
+
 TEST_F(EngineTest, ManyEventsPerMessageUpToMaxBatch) {
   FakeWorkerStream stream("s");
   for (int i = 0; i < 100; ++i) engine_.Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);

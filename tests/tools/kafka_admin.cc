@@ -292,6 +292,24 @@ absl::Status SendCreateTopics(
 
 }  // namespace
 
+absl::StatusOr<int> ReadBrokerCount(const std::string& bootstrap,
+                                    absl::Duration timeout) {
+  auto conf = BaseConf(bootstrap, {});
+  if (!conf.ok()) return conf.status();
+  std::string errstr;
+  std::unique_ptr<RdKafka::Producer> producer(
+      RdKafka::Producer::create(conf->get(), errstr));
+  if (producer == nullptr) {
+    return absl::InternalError(absl::StrCat("create producer: ", errstr));
+  }
+  RdKafka::Metadata* raw = nullptr;
+  const RdKafka::ErrorCode err = producer->metadata(
+      /*all_topics=*/true, /*only_rkt=*/nullptr, &raw, TimeoutMs(timeout));
+  std::unique_ptr<RdKafka::Metadata> metadata(raw);
+  if (err != RdKafka::ERR_NO_ERROR) return KafkaError(err, "metadata");
+  return static_cast<int>(metadata->brokers()->size());
+}
+
 absl::StatusOr<int32_t> ReadPartitionCount(const std::string& bootstrap,
                                            const std::string& topic,
                                            absl::Duration timeout) {

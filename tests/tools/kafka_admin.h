@@ -31,6 +31,11 @@ inline constexpr int64_t kNoCommittedOffset = -1;
 
 inline constexpr absl::Duration kDefaultAdminTimeout = absl::Seconds(10);
 
+// Number of brokers the cluster's metadata lists (a liveness probe: any
+// answer means the bootstrap server serves requests).
+absl::StatusOr<int> ReadBrokerCount(
+    const std::string& bootstrap, absl::Duration timeout = kDefaultAdminTimeout);
+
 // Number of partitions of `topic`. NotFound when the topic does not exist.
 absl::StatusOr<int32_t> ReadPartitionCount(
     const std::string& bootstrap, const std::string& topic,
