@@ -97,8 +97,10 @@ absl::StatusOr<OffsetMap> OffsetsForTime(
 // Creates `topic` with `partitions` partitions (Admin API CreateTopics), then
 // waits until the metadata shows all of them with a leader, so the topic is
 // usable when this returns. AlreadyExists when the topic exists (checked
-// before creating, so a mock cluster does not auto-create it). `config` holds
-// topic configs (e.g. {"retention.ms", "-1"}).
+// before creating). `config` holds topic configs (e.g. {"retention.ms", "-1"}).
+// librdkafka 2.0.2's mock cluster does not answer CreateTopics (the call
+// times out waiting for a controller): create its topics with
+// `kafka_tool mock --topics`.
 absl::Status CreateTopic(
     const std::string& bootstrap, const std::string& topic,
     int32_t partitions, int16_t replication_factor = 1,
