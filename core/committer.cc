@@ -50,7 +50,7 @@ void Committer::Run() {
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), tick_);
     if (stopping_) break;
     mu_.Unlock();
-    engine_->ExpireDeadlines();
+    engine_->OnTimer();
     if (absl::Now() >= next_commit) {
       CommitNow().IgnoreError();
       next_commit = absl::Now() + commit_interval_;

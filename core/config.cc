@@ -104,6 +104,11 @@ class Parser {
   absl::Status GetListenAddress(const YAML::Node& node,
                                 const std::string& path, int line,
                                 std::string* out) const;
+  absl::Status GetBool(const YAML::Node& node, const std::string& path,
+                       int line, absl::string_view example, bool* out) const;
+  absl::Status GetFailurePolicy(const YAML::Node& node,
+                                const std::string& path, int line,
+                                FailurePolicy* out) const;
 
   std::string source_;
 };
@@ -439,6 +444,45 @@ absl::Status Parser::GetOrdering(const YAML::Node& node,
   return absl::OkStatus();
 }
 
+absl::Status Parser::GetBool(const YAML::Node& node, const std::string& path,
+                             int line, absl::string_view example,
+                             bool* out) const {
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, example, &text);
+  if (!status.ok()) return status;
+  const std::string lower = absl::AsciiStrToLower(text);
+  if (lower == "true" || lower == "yes" || lower == "on") {
+    *out = true;
+  } else if (lower == "false" || lower == "no" || lower == "off") {
+    *out = false;
+  } else {
+    return Error(line, path,
+                 absl::StrCat("expected true or false, got \"",
+                              absl::CEscape(text), "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetFailurePolicy(const YAML::Node& node,
+                                      const std::string& path, int line,
+                                      FailurePolicy* out) const {
+  std::string text;
+  absl::Status status = GetScalar(node, path, line, "dlq", &text);
+  if (!status.ok()) return status;
+  if (text == "dlq") {
+    *out = FailurePolicy::kDeadLetter;
+  } else if (text == "skip") {
+    *out = FailurePolicy::kSkip;
+  } else if (text == "block") {
+    *out = FailurePolicy::kBlock;
+  } else {
+    return Error(line, path,
+                 absl::StrCat("unknown policy \"", absl::CEscape(text),
+                              "\" (use dlq, skip or block)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Parser::GetListenAddress(const YAML::Node& node,
                                       const std::string& path, int line,
                                       std::string* out) const {
@@ -593,7 +637,9 @@ absl::Status Parser::ParseProcessor(const YAML::Node& node,
   absl::Status status = ForEachField(
       node, path, line,
       {"name", "target", "event_types", "streams", "max_in_flight",
-       "max_batch", "max_batch_bytes", "timeout"},
+       "max_batch", "max_batch_bytes", "timeout", "max_attempts",
+       "retry_backoff", "retry_backoff_max", "retry_on_timeout", "on_failure",
+       "dead_letter_topic"},
       [&](const std::string& key, const std::string& child, int key_line,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "name") {
@@ -661,6 +707,33 @@ absl::Status Parser::ParseProcessor(const YAML::Node& node,
                          "must be at least 1KiB, e.g. `max_batch_bytes: 3MiB`");
           }
           return absl::OkStatus();
+        }
+        if (key == "max_attempts") {
+          return GetInt(value, child, value_line, 1, "max_attempts: 5",
+                        &processor->max_attempts);
+        }
+        if (key == "retry_backoff") {
+          return GetDuration(value, child, value_line, /*allow_zero=*/true,
+                             "retry_backoff: 100ms", &processor->retry_backoff);
+        }
+        if (key == "retry_backoff_max") {
+          return GetDuration(value, child, value_line, /*allow_zero=*/true,
+                             "retry_backoff_max: 30s",
+                             &processor->retry_backoff_max);
+        }
+        if (key == "retry_on_timeout") {
+          return GetBool(value, child, value_line, "retry_on_timeout: false",
+                         &processor->retry_on_timeout);
+        }
+        if (key == "on_failure") {
+          processor->has_on_failure = true;
+          return GetFailurePolicy(value, child, value_line,
+                                  &processor->on_failure);
+        }
+        if (key == "dead_letter_topic") {
+          return GetNonEmptyString(value, child, value_line,
+                                   "dead_letter_topic: orders-dlq",
+                                   &processor->dead_letter_topic);
         }
         return GetDuration(value, child, value_line, /*allow_zero=*/false,
                            "timeout: 30s", &processor->timeout);
@@ -751,10 +824,12 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
   }
   bool has_topics = false;
   bool has_processors = false;
+  bool has_default_policy = false;
+  int failures_line = root_line;
   absl::Status status = ForEachField(
       root, "", root_line,
       {"kafka", "topics", "processors", "lanes", "budgets", "commit",
-       "shutdown", "log", "server", "embedded"},
+       "shutdown", "log", "server", "embedded", "failures"},
       [&](const std::string& key, const std::string& path, int,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "kafka") return ParseKafka(value, value_line, config);
@@ -824,6 +899,31 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
                                    &config->progress_interval);
               });
         }
+        if (key == "failures") {
+          failures_line = value_line;
+          return ForEachField(
+              value, path, value_line,
+              {"on_failure", "dead_letter_topic", "max_event_bytes"},
+              [&](const std::string& k, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                if (k == "on_failure") {
+                  has_default_policy = true;
+                  return GetFailurePolicy(v, p, l, &config->on_failure);
+                }
+                if (k == "dead_letter_topic") {
+                  return GetNonEmptyString(v, p, l,
+                                           "dead_letter_topic: ferry-dlq",
+                                           &config->dead_letter_topic);
+                }
+                absl::Status bytes =
+                    GetBytes(v, p, l, &config->max_event_bytes);
+                if (!bytes.ok()) return bytes;
+                if (config->max_event_bytes < 1024) {
+                  return Error(l, p, "must be at least 1KiB, e.g. `3MiB`");
+                }
+                return absl::OkStatus();
+              });
+        }
         if (key == "server") {
           return ForEachField(
               value, path, value_line, {"listen"},
@@ -858,6 +958,33 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
                  "    - name: default\n      target: ipv4:127.0.0.1:50051");
   }
   if (config->kafka.count("group.id") == 0) config->kafka["group.id"] = "ferry";
+  if (!has_default_policy) {
+    config->on_failure = config->dead_letter_topic.empty()
+                             ? FailurePolicy::kSkip
+                             : FailurePolicy::kDeadLetter;
+  }
+  if (config->on_failure == FailurePolicy::kDeadLetter &&
+      config->dead_letter_topic.empty()) {
+    return Error(failures_line, "failures.dead_letter_topic",
+                 "on_failure is dlq but no dead_letter_topic is set; set "
+                 "`dead_letter_topic: ferry-dlq` or use on_failure: skip");
+  }
+  for (size_t i = 0; i < config->processors.size(); ++i) {
+    const ProcessorConfig& processor = config->processors[i];
+    if (config->PolicyFor(static_cast<int>(i)) == FailurePolicy::kDeadLetter &&
+        config->DeadLetterTopicFor(static_cast<int>(i)).empty()) {
+      return Error(root_line, Child(Index("processors", i), "dead_letter_topic"),
+                   absl::StrCat("processor \"", processor.name,
+                                "\" fails to a dead-letter topic but none is "
+                                "set; set dead_letter_topic here or under "
+                                "failures"));
+    }
+    if (processor.retry_backoff_max < processor.retry_backoff) {
+      return Error(root_line,
+                   Child(Index("processors", i), "retry_backoff_max"),
+                   "must not be smaller than retry_backoff");
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -48,6 +48,14 @@ struct TopicConfig {
   FieldSource type{FieldSource::Kind::kTopic, ""};
 };
 
+// What happens to an event whose processing failed for good (FAIL, attempts
+// exhausted, timeout, no processor for its type) and to a poison record.
+enum class FailurePolicy {
+  kDeadLetter,  // write it to the dead-letter topic, then count it done
+  kSkip,        // log and count it, then count it done
+  kBlock,       // hold its partition (no commit past it) until an operator acts
+};
+
 struct ProcessorConfig {
   std::string name;
   // gRPC target: `dns:///svc:port`, `ipv4:127.0.0.1:1,127.0.0.1:2`, `unix:/p`.
@@ -68,6 +76,19 @@ struct ProcessorConfig {
   int64_t max_batch_bytes = 3LL << 20;
   // Per-event deadline, dispatch to result.
   absl::Duration timeout = absl::Seconds(30);
+  // Attempts (1 + retries) before a RETRY-ing event is a terminal failure.
+  int max_attempts = 5;
+  // Exponential backoff between attempts (with jitter), unless the worker's
+  // retry_after_ms asks for longer.
+  absl::Duration retry_backoff = absl::Milliseconds(100);
+  absl::Duration retry_backoff_max = absl::Seconds(30);
+  // A timeout is terminal by default (retrying a slow processor makes
+  // throughput worse); true treats it like RETRY.
+  bool retry_on_timeout = false;
+  // Overrides Config::on_failure / dead_letter_topic for this processor.
+  bool has_on_failure = false;
+  FailurePolicy on_failure = FailurePolicy::kSkip;
+  std::string dead_letter_topic;
 };
 
 struct Config {
@@ -77,6 +98,14 @@ struct Config {
   std::map<std::string, std::string> kafka;
   std::vector<TopicConfig> topics;
   std::vector<ProcessorConfig> processors;
+
+  // Failures: the default for every processor and the policy for poison
+  // records (undecodable or bigger than max_event_bytes). Default: dlq when a
+  // dead_letter_topic is set, else skip.
+  FailurePolicy on_failure = FailurePolicy::kSkip;
+  std::string dead_letter_topic;
+  // Records bigger than this (key + payload + headers) are poison.
+  int64_t max_event_bytes = 3LL << 20;
 
   // Key lanes: more lanes = more parallelism across keys.
   int lane_count = 64;
@@ -104,6 +133,21 @@ struct Config {
   int embedded_partitions = 8;
   // If set, the embedded cluster's bootstrap address is written here.
   std::string embedded_bootstrap_file;
+
+  // The failure policy and dead-letter topic that apply to processor `index`
+  // (or to poison records when index < 0).
+  FailurePolicy PolicyFor(int processor_index) const {
+    if (processor_index >= 0 && processors[processor_index].has_on_failure) {
+      return processors[processor_index].on_failure;
+    }
+    return on_failure;
+  }
+  const std::string& DeadLetterTopicFor(int processor_index) const {
+    if (processor_index >= 0 && !processors[processor_index].dead_letter_topic.empty()) {
+      return processors[processor_index].dead_letter_topic;
+    }
+    return dead_letter_topic;
+  }
 
   // True when ferry should start the in-process mock cluster.
   bool UsesEmbeddedCluster() const { return kafka.count("bootstrap.servers") == 0; }

@@ -606,3 +606,87 @@ TEST(ConfigTest, LoadConfigFileReadsAndNamesTheFile) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+TEST(ConfigFailuresTest, PoliciesAndRetrySettings) {
+  absl::StatusOr<Config> config = ParseConfig(R"(topics:
+  - name: orders
+failures:
+  dead_letter_topic: ferry-dlq
+  max_event_bytes: 1MiB
+processors:
+  - name: billing
+    target: ipv4:127.0.0.1:1
+    event_types: [bill]
+    max_attempts: 7
+    retry_backoff: 50ms
+    retry_backoff_max: 2s
+    retry_on_timeout: true
+    on_failure: block
+  - name: default
+    target: ipv4:127.0.0.1:2
+    dead_letter_topic: default-dlq
+)",
+                                              "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->on_failure, FailurePolicy::kDeadLetter);  // a topic is set
+  EXPECT_EQ(config->max_event_bytes, 1 << 20);
+  const ProcessorConfig& billing = config->processors[0];
+  EXPECT_EQ(billing.max_attempts, 7);
+  EXPECT_EQ(billing.retry_backoff, absl::Milliseconds(50));
+  EXPECT_EQ(billing.retry_backoff_max, absl::Seconds(2));
+  EXPECT_TRUE(billing.retry_on_timeout);
+  EXPECT_EQ(config->PolicyFor(0), FailurePolicy::kBlock);
+  EXPECT_EQ(config->PolicyFor(1), FailurePolicy::kDeadLetter);
+  EXPECT_EQ(config->DeadLetterTopicFor(1), "default-dlq");
+  EXPECT_EQ(config->DeadLetterTopicFor(-1), "ferry-dlq");
+}
+
+TEST(ConfigFailuresTest, DefaultIsSkipWithoutADeadLetterTopic) {
+  absl::StatusOr<Config> config = ParseConfig(kMinimal, "ferry.yaml");
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->PolicyFor(-1), FailurePolicy::kSkip);
+  EXPECT_EQ(config->processors[0].max_attempts, 5);
+  EXPECT_FALSE(config->processors[0].retry_on_timeout);
+}
+
+TEST(ConfigFailuresTest, Errors) {
+  std::string message =
+      ExpectError(absl::StrCat(kMinimal, "failures:\n  on_failure: dlq\n"), 7,
+                  "failures.dead_letter_topic");
+  EXPECT_THAT(message, HasSubstr("no dead_letter_topic"));
+  message = ExpectError(absl::StrCat(kMinimal, "failures:\n  on_failure: drop\n"), 7,
+                        "failures.on_failure");
+  EXPECT_THAT(message, HasSubstr("use dlq, skip or block"));
+  message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    on_failure: dlq
+)",
+                        1, "processors[0].dead_letter_topic");
+  message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    retry_on_timeout: maybe
+)",
+                        6, "processors[0].retry_on_timeout");
+  EXPECT_THAT(message, HasSubstr("true or false"));
+  message = ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    retry_backoff: 2s
+    retry_backoff_max: 1s
+)",
+                        1, "processors[0].retry_backoff_max");
+}
+
+}  // namespace
+}  // namespace ferry

@@ -10,9 +10,25 @@ namespace ferry {
 
 std::string TopicPartition::ToString() const { return absl::StrCat(topic, "/", partition); }
 
-Engine::Engine(const Config& config, const Clock* clock)
+namespace {
+
+// Delivery ids: the partition's assignment epoch in the top 24 bits, a
+// per-process sequence below, so an id names the assignment it belongs to.
+constexpr int kSequenceBits = 40;
+constexpr uint64_t kSequenceMask = (uint64_t{1} << kSequenceBits) - 1;
+
+uint64_t MakeDeliveryId(uint64_t epoch, uint64_t sequence) {
+  return ((epoch & 0xFFFFFF) << kSequenceBits) | (sequence & kSequenceMask);
+}
+
+constexpr absl::Duration kDeadLetterRetryBackoff = absl::Seconds(1);
+
+}  // namespace
+
+Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_letters)
     : config_(config),
       clock_(clock),
+      dead_letters_(dead_letters),
       lanes_(config.lane_count, config.lane_capacity),
       ready_lanes_(config.processors.size()),
       lane_marked_ready_(static_cast<size_t>(config.lane_count), false),
@@ -102,14 +118,43 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
       ++it;
     }
   }
-  for (const auto& [tp, unused] : revoked) partitions_.erase(tp);
+  for (auto it = retries_.begin(); it != retries_.end();) {
+    if (is_revoked(it->second)) {
+      if (it->second.lane >= 0) lanes_.RemoveInFlight(it->second.lane);
+      release_budget(it->second);
+      it = retries_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Dead letters in flight for these partitions: their outcome no longer
+  // matters (the new owner re-reads the records), so forget them.
+  for (auto it = dead_letters_pending_.begin(); it != dead_letters_pending_.end();) {
+    if (is_revoked(it->second.queued)) {
+      release_budget(it->second.queued);
+      it = dead_letters_pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  bool unblocked = false;
+  for (const auto& [tp, unused] : revoked) {
+    auto it = partitions_.find(tp);
+    for (auto& [offset, queued] : it->second.blocked) {
+      if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
+      release_budget(queued);
+      unblocked = true;
+    }
+    partitions_.erase(it);
+  }
+  if (unblocked) ++blocked_generation_;
   counters_.dropped_on_revoke += dropped;
   for (int lane = 0; lane < lanes_.count(); ++lane) MarkLaneReadyLocked(lane);
   DispatchLocked();
   return positions;
 }
 
-void Engine::Submit(v1::Event event, int64_t bytes) {
+void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> record_key) {
   absl::MutexLock lock(&mu_);
   const TopicPartition tp{event.topic(), event.partition()};
   auto it = partitions_.find(tp);
@@ -130,14 +175,16 @@ void Engine::Submit(v1::Event event, int64_t bytes) {
   queued.bytes = bytes;
   queued.epoch = it->second.epoch;
   queued.processor = ProcessorFor(event.type());
+  queued.record_key = std::move(record_key);
   event.set_attempt(1);
   queued.event = std::move(event);
   if (queued.processor < 0) {
     ++counters_.failed;
-    LogWarn("engine", "no processor handles event type \"", queued.event.type(), "\"; failing ",
-            tp.ToString(), "@", queued.event.offset(),
-            " (add the type to a processor's event_types or add a \"*\" processor)");
-    FinishLocked(queued);
+    queued.lane = -1;
+    const std::string type = queued.event.type();
+    FailLocked(std::move(queued),
+               absl::StrCat("no processor handles event type \"", type,
+                            "\" (add it to a processor's event_types, or add a \"*\" processor)"));
     return;
   }
   const Ordering ordering = OrderingFor(tp.topic);
@@ -149,14 +196,34 @@ void Engine::Submit(v1::Event event, int64_t bytes) {
   DispatchLocked();
 }
 
-void Engine::SubmitPoison(const TopicPartition& partition, int64_t offset,
-                          const std::string& error) {
+void Engine::SubmitPoison(const RawRecord& record, const std::string& error) {
   absl::MutexLock lock(&mu_);
-  auto it = partitions_.find(partition);
+  auto it = partitions_.find(TopicPartition{record.topic, record.partition});
   if (it == partitions_.end()) return;
+  if (!it->second.state.Begin(record.offset)) {
+    ++counters_.duplicate_records;
+    return;
+  }
   ++counters_.poison;
-  LogWarn("engine", "poison record skipped: ", error);
-  if (it->second.state.Begin(offset)) it->second.state.Done(offset);
+  QueuedEvent queued;
+  queued.bytes = record.ByteSize();
+  queued.epoch = it->second.epoch;
+  queued.lane = -1;
+  queued.processor = -1;
+  queued.record_key = record.key;
+  queued.event.set_topic(record.topic);
+  queued.event.set_partition(record.partition);
+  queued.event.set_offset(record.offset);
+  queued.event.set_payload(record.payload);
+  queued.event.set_timestamp_ms(record.timestamp_ms);
+  for (const auto& [name, value] : record.headers) {
+    v1::Header* header = queued.event.add_headers();
+    header->set_key(name);
+    header->set_value(value);
+  }
+  ++buffered_events_;
+  buffered_bytes_ += queued.bytes;
+  FailLocked(std::move(queued), absl::StrCat("poison record: ", error));
 }
 
 bool Engine::OverHighWatermark() const {
@@ -198,6 +265,7 @@ void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight) {
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
   if (entry.ready) {
+    ++counters_.protocol_errors;
     LogWarn("engine", entry.stream->Describe(), " sent Ready twice; ignoring the second");
     return;
   }
@@ -214,61 +282,190 @@ void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
-  it->second.credit += credit;
+  StreamEntry& entry = it->second;
+  if (!entry.ready) {
+    ++counters_.protocol_errors;
+    LogWarn("engine", entry.stream->Describe(), " sent Credit before Ready; ignoring it");
+    return;
+  }
+  // Credit beyond any sensible amount is clamped; ferry's own cap still
+  // bounds what is outstanding.
+  constexpr int64_t kMaxCredit = int64_t{1} << 31;
+  entry.credit += credit;
+  if (entry.credit > kMaxCredit) {
+    ++counters_.protocol_errors;
+    entry.credit = kMaxCredit;
+  }
   DispatchLocked();
 }
 
 void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
   absl::MutexLock lock(&mu_);
   auto stream = streams_.find(stream_id);
+  if (stream == streams_.end()) {
+    counters_.stale_results += results.results_size();  // the stream is gone
+    return;
+  }
+  if (!stream->second.ready) {
+    // Nothing was sent before Ready, so none of these ids can be ours.
+    ++counters_.protocol_errors;
+    counters_.stale_results += results.results_size();
+    LogWarn("engine", stream->second.stream->Describe(), " sent Results before Ready; ignored");
+    return;
+  }
   for (const v1::Result& result : results.results()) {
     auto it = in_flight_.find(result.id());
     if (it == in_flight_.end() || it->second.stream_id != stream_id) {
       ++counters_.stale_results;
       continue;
     }
+    const v1::Result::Status status = result.status();
+    if (status != v1::Result::OK && status != v1::Result::RETRY &&
+        status != v1::Result::FAIL && status != v1::Result::STATUS_UNSPECIFIED) {
+      // A status no version of the protocol defines: the event goes back
+      // (not an attempt) and the stream is reset.
+      ProtocolErrorLocked(stream_id, absl::StrCat("unknown result status ",
+                                                  static_cast<int>(status)));
+      DispatchLocked();
+      return;
+    }
     QueuedEvent queued = std::move(it->second.queued);
     in_flight_.erase(it);
-    if (stream != streams_.end()) --stream->second.in_flight;
-    switch (result.status()) {
+    --stream->second.in_flight;
+    switch (status) {
       case v1::Result::OK:
         ++counters_.acked;
         ReleaseLaneLocked(queued);
         FinishLocked(queued);
         break;
       case v1::Result::RETRY:
-        if (queued.event.attempt() < kMaxAttempts) {
-          ++counters_.retried;
-          queued.event.set_attempt(queued.event.attempt() + 1);
-          // Back at the head of its lane, so nothing of its key overtakes it.
-          if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
-          EnqueueLocked(std::move(queued), /*front=*/true);
-          break;
-        }
-        ++counters_.failed;
-        LogWarn("engine", "giving up on ", queued.event.topic(), "/", queued.event.partition(),
-                "@", queued.event.offset(), " after ", queued.event.attempt(),
-                " attempts: ", result.message());
-        ReleaseLaneLocked(queued);
-        FinishLocked(queued);
+        RetryOrFailLocked(std::move(queued), result.retry_after_ms(),
+                          result.message().empty() ? "RETRY" : result.message());
         break;
-      default:
+      default:  // FAIL; an unspecified status counts as FAIL (see the proto)
         ++counters_.failed;
-        LogWarn("engine", "processing failed for ", queued.event.topic(), "/",
-                queued.event.partition(), "@", queued.event.offset(), ": ",
-                result.message().empty() ? "(no message)" : result.message());
-        ReleaseLaneLocked(queued);
-        FinishLocked(queued);
+        FailLocked(std::move(queued),
+                   result.message().empty() ? std::string("FAIL (no message)") : result.message());
         break;
     }
   }
   DispatchLocked();
 }
 
-void Engine::OnStreamClosed(int64_t stream_id) {
+void Engine::RetryOrFailLocked(QueuedEvent queued, uint32_t retry_after_ms,
+                               const std::string& error) {
+  const ProcessorConfig& processor = config_.processors[queued.processor];
+  const int attempt = queued.event.attempt();
+  if (attempt < processor.max_attempts) {
+    ++counters_.retried;
+    queued.event.set_attempt(attempt + 1);
+    const absl::Duration delay =
+        std::max(absl::Milliseconds(retry_after_ms), BackoffLocked(processor, attempt));
+    // The lane stays busy while it waits, so nothing of its key overtakes it.
+    retries_.emplace(clock_->Now() + delay, std::move(queued));
+    return;
+  }
+  ++counters_.failed;
+  FailLocked(std::move(queued),
+             absl::StrCat("gave up after ", attempt, " attempts: ", error));
+}
+
+absl::Duration Engine::BackoffLocked(const ProcessorConfig& processor, int attempt) {
+  absl::Duration backoff = processor.retry_backoff;
+  for (int i = 1; i < attempt && backoff < processor.retry_backoff_max; ++i) backoff *= 2;
+  backoff = std::min(backoff, processor.retry_backoff_max);
+  // Jitter in [50%, 100%] so retries of many events spread out.
+  return backoff * absl::Uniform(random_, 0.5, 1.0);
+}
+
+void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
+  const FailurePolicy policy = config_.PolicyFor(queued.processor);
+  const std::string where = absl::StrCat(queued.event.topic(), "/", queued.event.partition(),
+                                         "@", queued.event.offset());
+  if (policy == FailurePolicy::kBlock) {
+    // The lane stays busy and the offset unfinished: the partition holds.
+    ++counters_.blocked;
+    LogError("engine", "partition ", queued.event.topic(), "/", queued.event.partition(),
+             " BLOCKED at offset ", queued.event.offset(), ": ", error,
+             " (on_failure: block; skip the offset or change the policy to move on)");
+    auto it = partitions_.find(TopicPartition{queued.event.topic(), queued.event.partition()});
+    if (it != partitions_.end() && it->second.epoch == queued.epoch) {
+      const int64_t offset = queued.event.offset();
+      it->second.blocked.emplace(offset, std::move(queued));
+      ++blocked_generation_;
+    }
+    return;
+  }
+  ReleaseLaneLocked(queued);
+  const std::string& topic = config_.DeadLetterTopicFor(queued.processor);
+  if (policy == FailurePolicy::kDeadLetter && dead_letters_ != nullptr && !topic.empty()) {
+    const uint64_t token = next_dead_letter_token_++;
+    PendingDeadLetter& pending = dead_letters_pending_[token];
+    DeadLetter& letter = pending.letter;
+    letter.dead_letter_topic = topic;
+    letter.source_topic = queued.event.topic();
+    letter.source_partition = queued.event.partition();
+    letter.source_offset = queued.event.offset();
+    letter.key = queued.record_key;
+    letter.payload = queued.event.payload();
+    for (const v1::Header& header : queued.event.headers()) {
+      letter.headers.emplace_back(header.key(), header.value());
+    }
+    letter.timestamp_ms = queued.event.timestamp_ms();
+    letter.error = error;
+    letter.attempts = queued.processor < 0 ? 0 : queued.event.attempt();
+    letter.processor = queued.processor < 0 ? "" : config_.processors[queued.processor].name;
+    pending.queued = std::move(queued);
+    LogWarn("engine", "dead-lettering ", where, " to ", topic, ": ", error);
+    WriteDeadLetterLocked(token);
+    return;
+  }
+  if (policy == FailurePolicy::kDeadLetter) {
+    // Config validation makes this unreachable; never lose the event quietly.
+    LogError("engine", "no dead-letter writer for ", where, "; skipping it: ", error);
+  }
+  ++counters_.skipped;
+  LogWarn("engine", "skipping failed event ", where, ": ", error);
+  FinishLocked(queued);
+}
+
+void Engine::WriteDeadLetterLocked(uint64_t token) {
+  auto it = dead_letters_pending_.find(token);
+  if (it == dead_letters_pending_.end()) return;
+  dead_letters_->Write(it->second.letter,
+                       [this, token](absl::Status status) { OnDeadLetterWritten(token, status); });
+}
+
+void Engine::OnDeadLetterWritten(uint64_t token, absl::Status status) {
   absl::MutexLock lock(&mu_);
+  auto it = dead_letters_pending_.find(token);
+  if (it == dead_letters_pending_.end()) return;  // its partition was revoked
+  if (!status.ok()) {
+    ++counters_.dead_letter_errors;
+    LogWarn("engine", "dead-letter write failed (retrying in ",
+            absl::FormatDuration(kDeadLetterRetryBackoff), "): ", status.ToString());
+    dead_letter_retries_.emplace(clock_->Now() + kDeadLetterRetryBackoff, token);
+    return;
+  }
+  ++counters_.dead_lettered;
+  FinishLocked(it->second.queued);
+  dead_letters_pending_.erase(it);
+}
+
+void Engine::ProtocolErrorLocked(int64_t stream_id, const std::string& what) {
   auto stream = streams_.find(stream_id);
   if (stream == streams_.end()) return;
+  ++counters_.protocol_errors;
+  LogWarn("engine", stream->second.stream->Describe(), " broke the protocol (", what,
+          "); resetting the stream, its events will be redelivered");
+  RequeueStreamEventsLocked(stream_id);
+  // Nothing more goes to it; it is closed and reopened by the pool.
+  stream->second.ready = false;
+  stream->second.credit = 0;
+  if (stream_resetter_) stream_resetter_(stream->second.stream);
+}
+
+void Engine::RequeueStreamEventsLocked(int64_t stream_id) {
   std::vector<QueuedEvent> requeue;
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (it->second.stream_id == stream_id) {
@@ -278,8 +475,8 @@ void Engine::OnStreamClosed(int64_t stream_id) {
       ++it;
     }
   }
-  // Lowest offsets first, so pushing each to the front of its lane leaves the
-  // lane in offset order.
+  // Highest offsets first: each goes to the front of its lane, so the lane
+  // ends up in offset order.
   std::sort(requeue.begin(), requeue.end(), [](const QueuedEvent& a, const QueuedEvent& b) {
     return a.event.offset() > b.event.offset();
   });
@@ -288,17 +485,28 @@ void Engine::OnStreamClosed(int64_t stream_id) {
     if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
     EnqueueLocked(std::move(queued), /*front=*/true);
   }
-  if (!requeue.empty()) {
-    LogWarn("engine", "stream lost: ", stream->second.stream->Describe(), "; ", requeue.size(),
-            " in-flight events will be redelivered");
+  auto stream = streams_.find(stream_id);
+  if (stream != streams_.end()) {
+    if (!requeue.empty()) {
+      LogWarn("engine", "stream ", stream->second.stream->Describe(), ": ", requeue.size(),
+              " in-flight events will be redelivered");
+    }
+    stream->second.in_flight = 0;
   }
-  streams_.erase(stream);
+}
+
+void Engine::OnStreamClosed(int64_t stream_id) {
+  absl::MutexLock lock(&mu_);
+  if (streams_.find(stream_id) == streams_.end()) return;
+  RequeueStreamEventsLocked(stream_id);
+  streams_.erase(stream_id);
   DispatchLocked();
 }
 
-void Engine::ExpireDeadlines() {
+void Engine::OnTimer() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = clock_->Now();
+  bool changed = false;
   std::map<int64_t, std::vector<uint64_t>> cancels;
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (it->second.deadline > now) {
@@ -312,19 +520,47 @@ void Engine::ExpireDeadlines() {
     auto stream = streams_.find(stream_id);
     if (stream != streams_.end()) --stream->second.in_flight;
     ++counters_.timed_out;
-    ++counters_.failed;
-    LogWarn("engine", "timed out: ", queued.event.topic(), "/", queued.event.partition(), "@",
-            queued.event.offset(), " (processor ", config_.processors[queued.processor].name,
-            " timeout ", absl::FormatDuration(config_.processors[queued.processor].timeout), ")");
-    ReleaseLaneLocked(queued);
-    FinishLocked(queued);
+    changed = true;
+    const ProcessorConfig& processor = config_.processors[queued.processor];
+    const std::string error =
+        absl::StrCat("timed out after ", absl::FormatDuration(processor.timeout),
+                     " (processor ", processor.name, ")");
+    if (processor.retry_on_timeout) {
+      RetryOrFailLocked(std::move(queued), 0, error);
+    } else {
+      ++counters_.failed;
+      FailLocked(std::move(queued), error);
+    }
   }
   for (auto& [stream_id, ids] : cancels) {
     auto stream = streams_.find(stream_id);
     if (stream != streams_.end()) stream->second.stream->SendCancel(std::move(ids));
   }
-  if (!cancels.empty()) DispatchLocked();
+  while (!retries_.empty() && retries_.begin()->first <= now) {
+    QueuedEvent queued = std::move(retries_.begin()->second);
+    retries_.erase(retries_.begin());
+    if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
+    EnqueueLocked(std::move(queued), /*front=*/true);
+    changed = true;
+  }
+  while (!dead_letter_retries_.empty() && dead_letter_retries_.begin()->first <= now) {
+    const uint64_t token = dead_letter_retries_.begin()->second;
+    dead_letter_retries_.erase(dead_letter_retries_.begin());
+    WriteDeadLetterLocked(token);
+  }
+  if (changed) DispatchLocked();
 }
+
+std::vector<TopicPartition> Engine::BlockedPartitions() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<TopicPartition> blocked;
+  for (const auto& [tp, entry] : partitions_) {
+    if (!entry.blocked.empty()) blocked.push_back(tp);
+  }
+  return blocked;
+}
+
+uint64_t Engine::BlockedGeneration() const { return blocked_generation_.load(); }
 
 std::vector<CommitPosition> Engine::PendingCommits() const {
   absl::MutexLock lock(&mu_);
@@ -471,7 +707,7 @@ void Engine::DispatchLocked() {
       if (next >= candidates.size()) next = 0;
       const int64_t stream_id = candidates[next];
       StreamEntry& stream = streams_[stream_id];
-      const uint64_t id = next_delivery_id_++;
+      const uint64_t id = MakeDeliveryId(taken->epoch, next_delivery_id_++);
       taken->event.set_id(id);
       taken->event.set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
       const int64_t event_bytes = static_cast<int64_t>(taken->event.ByteSizeLong());

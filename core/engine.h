@@ -12,7 +12,13 @@
 //     next leaves only after the previous one's terminal result.
 //   * A stream never has more events outstanding than its worker granted.
 //   * Results apply once: unknown, stale (revoked partition) or duplicate ids
-//     are dropped and counted.
+//     are dropped and counted. Delivery ids carry the partition's assignment
+//     epoch in their top 24 bits.
+//   * RETRY waits out an exponential backoff (with jitter, at least the
+//     worker's retry_after) at the head of its lane, up to max_attempts.
+//   * A terminal failure follows its policy: dlq (done only once the dead
+//     letter is acknowledged), skip (done now), block (its partition holds
+//     until an operator acts).
 //
 // Threading: every public method is thread-safe (one internal mutex). Calls
 // into WorkerStream happen with that mutex held; WorkerStream implementations
@@ -20,8 +26,10 @@
 #ifndef FERRY_CORE_ENGINE_H_
 #define FERRY_CORE_ENGINE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,12 +38,15 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/dead_letter.h"
 #include "core/lanes.h"
 #include "core/partition_state.h"
+#include "core/record.h"
 #include "core/worker_stream.h"
 #include "ferry/v1/processor.pb.h"
 
@@ -73,6 +84,11 @@ struct EngineCounters {
   int64_t stale_results = 0;   // results for unknown, revoked or timed-out ids
   int64_t dropped_on_revoke = 0;
   int64_t duplicate_records = 0;  // records read twice in one assignment, ignored
+  int64_t dead_lettered = 0;      // dead letters acknowledged by Kafka
+  int64_t dead_letter_errors = 0; // dead-letter writes that failed (and were retried)
+  int64_t skipped = 0;            // terminal failures skipped by policy
+  int64_t blocked = 0;            // terminal failures holding their partition
+  int64_t protocol_errors = 0;    // malformed worker traffic
 };
 
 struct PartitionSnapshot {
@@ -93,10 +109,8 @@ struct EngineSnapshot {
 
 class Engine {
  public:
-  // Attempts before a RETRY-ing event becomes a terminal failure.
-  static constexpr int kMaxAttempts = 5;
-
-  Engine(const Config& config, const Clock* clock);
+  // `dead_letters` may be null when no policy uses a dead-letter topic.
+  Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_letters = nullptr);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -106,12 +120,13 @@ class Engine {
   // stale) and returns their final committable positions, to commit now.
   std::vector<CommitPosition> OnRevoked(const std::vector<TopicPartition>& partitions);
   // Accepts a decoded event (id, attempt and deadline are set here).
-  // `bytes` is its weight against the byte budget.
-  void Submit(v1::Event event, int64_t bytes);
-  // A record that could not be decoded: counted, logged and finished (it
-  // never blocks its partition).
-  void SubmitPoison(const TopicPartition& partition, int64_t offset,
-                    const std::string& error);
+  // `bytes` is its weight against the byte budget; `record_key` is the
+  // record's own key (for a dead letter, which keeps the original record).
+  void Submit(v1::Event event, int64_t bytes,
+              std::optional<std::string> record_key = std::nullopt);
+  // A record that cannot become an event (undecodable, oversize): it takes
+  // the failure policy (dead letter, skip or block) at once.
+  void SubmitPoison(const RawRecord& record, const std::string& error);
 
   // Backpressure: true when buffered events or bytes reached their budget
   // (or a lane is full); the consumer pauses fetching.
@@ -131,10 +146,20 @@ class Engine {
   // never touches `stream` again.
   void OnStreamClosed(int64_t stream_id);
 
+  // Asks for a stream to be reset (closed and reopened) after the worker
+  // broke the protocol; implemented by the WorkerPool.
+  using StreamResetter = std::function<void(WorkerStream*)>;
+
   // ---- Timers (the committer thread) ----
-  // Expires deliveries whose deadline passed: Cancel is sent, the event is a
-  // terminal failure (timeouts are not retried).
-  void ExpireDeadlines();
+  // Expires deliveries whose deadline passed (Cancel is sent; the event is a
+  // terminal failure, or a retry with retry_on_timeout) and re-queues
+  // retries whose backoff is over.
+  void OnTimer();
+
+  // Partitions held by a `block` failure; the consumer pauses them.
+  std::vector<TopicPartition> BlockedPartitions() const;
+  // Changes whenever the blocked set changes (cheap to poll).
+  uint64_t BlockedGeneration() const;
 
   // ---- Committer ----
   // Positions that advanced since they were last marked committed.
@@ -153,6 +178,11 @@ class Engine {
     uint64_t epoch = 0;
     int lane = 0;
     int processor = 0;
+    std::optional<std::string> record_key;
+  };
+  struct PendingDeadLetter {
+    QueuedEvent queued;
+    DeadLetter letter;
   };
   struct InFlight {
     QueuedEvent queued;
@@ -163,6 +193,8 @@ class Engine {
     PartitionState state;
     uint64_t epoch = 0;
     std::optional<int64_t> last_committed;
+    // Offsets held by a `block` failure, with the event (for a later skip).
+    std::map<int64_t, QueuedEvent> blocked;
   };
   struct StreamEntry {
     WorkerStream* stream = nullptr;
@@ -179,10 +211,28 @@ class Engine {
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The event reached a terminal result: finish its offset, free its budget.
   void FinishLocked(const QueuedEvent& queued) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A terminal failure: applies the policy (dead letter, skip or block). The
+  // lane must already be released (except for block, which keeps it).
+  void FailLocked(QueuedEvent queued, const std::string& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WriteDeadLetterLocked(uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnDeadLetterWritten(uint64_t token, absl::Status status);
+  // RETRY (or a retried timeout): backoff at the head of its lane, or a
+  // terminal failure once attempts are used up.
+  void RetryOrFailLocked(QueuedEvent queued, uint32_t retry_after_ms, const std::string& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Duration BackoffLocked(const ProcessorConfig& processor, int attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The worker broke the protocol: its in-flight events go back (redelivery)
+  // and the stream is reset.
+  void ProtocolErrorLocked(int64_t stream_id, const std::string& what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RequeueStreamEventsLocked(int64_t stream_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLaneLocked(const QueuedEvent& queued) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Config config_;
   const Clock* const clock_;
+  DeadLetterWriter* const dead_letters_;
   std::map<std::string, int> processor_by_type_;
   int default_processor_ = -1;
   std::map<std::string, Ordering> ordering_by_topic_;
@@ -206,6 +256,19 @@ class Engine {
   int64_t buffered_events_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   EngineCounters counters_ ABSL_GUARDED_BY(mu_);
+  // Retries waiting out their backoff (their lanes stay busy meanwhile).
+  std::multimap<absl::Time, QueuedEvent> retries_ ABSL_GUARDED_BY(mu_);
+  // Dead letters being written, by token; and failed writes waiting to retry.
+  std::map<uint64_t, PendingDeadLetter> dead_letters_pending_ ABSL_GUARDED_BY(mu_);
+  std::multimap<absl::Time, uint64_t> dead_letter_retries_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_dead_letter_token_ ABSL_GUARDED_BY(mu_) = 1;
+  std::atomic<uint64_t> blocked_generation_{0};
+  absl::BitGen random_ ABSL_GUARDED_BY(mu_);
+  StreamResetter stream_resetter_;
+
+ public:
+  // Installed once by the WorkerPool before any stream opens.
+  void SetStreamResetter(StreamResetter resetter) { stream_resetter_ = std::move(resetter); }
 };
 
 }  // namespace ferry

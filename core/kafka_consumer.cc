@@ -1,5 +1,6 @@
 #include "core/kafka_consumer.h"
 
+#include <set>
 #include <string>
 #include <utility>
 
@@ -226,16 +227,26 @@ void KafkaConsumer::HandleMessage(RdKafka::Message& message) {
   }
   RawRecord record = ToRawRecord(message);
   const int64_t bytes = record.ByteSize();
-  absl::StatusOr<v1::Event> event = decoder_->Decode(record);
-  if (!event.ok()) {
-    engine_->SubmitPoison({record.topic, record.partition}, record.offset,
-                          std::string(event.status().message()));
+  if (bytes > config_.max_event_bytes) {
+    engine_->SubmitPoison(record, absl::StrCat("record of ", bytes,
+                                               " bytes is over failures.max_event_bytes (",
+                                               config_.max_event_bytes, ")"));
     return;
   }
-  engine_->Submit(*std::move(event), bytes);
+  absl::StatusOr<v1::Event> event = decoder_->Decode(record);
+  if (!event.ok()) {
+    engine_->SubmitPoison(record, std::string(event.status().message()));
+    return;
+  }
+  engine_->Submit(*std::move(event), bytes, std::move(record.key));
 }
 
 void KafkaConsumer::UpdateFlowControl() {
+  const uint64_t blocked_generation = engine_->BlockedGeneration();
+  if (blocked_generation != blocked_generation_) {
+    blocked_generation_ = blocked_generation;
+    UpdateBlocked();
+  }
   if (stop_fetching_) {
     if (!paused_) {
       LogInfo("consumer", "stopped fetching; draining in-flight events");
@@ -252,6 +263,30 @@ void KafkaConsumer::UpdateFlowControl() {
   }
 }
 
+void KafkaConsumer::UpdateBlocked() {
+  std::set<TopicPartition> blocked;
+  for (const TopicPartition& tp : engine_->BlockedPartitions()) blocked.insert(tp);
+  std::vector<TopicPartition> newly_blocked;
+  std::vector<TopicPartition> unblocked;
+  for (const TopicPartition& tp : blocked) {
+    if (blocked_.count(tp) == 0) newly_blocked.push_back(tp);
+  }
+  for (const TopicPartition& tp : blocked_) {
+    if (blocked.count(tp) == 0) unblocked.push_back(tp);
+  }
+  blocked_.swap(blocked);
+  if (!newly_blocked.empty()) {
+    RdPartitionList list(newly_blocked);
+    consumer_->pause(list.get());
+    LogWarn("consumer", "paused blocked partitions: ", DescribePartitions(newly_blocked));
+  }
+  if (!unblocked.empty() && !paused_) {
+    RdPartitionList list(unblocked);
+    consumer_->resume(list.get());
+    LogInfo("consumer", "resumed unblocked partitions: ", DescribePartitions(unblocked));
+  }
+}
+
 void KafkaConsumer::PauseAll() {
   paused_ = true;
   if (assignment_.empty()) return;
@@ -264,8 +299,12 @@ void KafkaConsumer::PauseAll() {
 
 void KafkaConsumer::ResumeAll() {
   paused_ = false;
-  if (assignment_.empty()) return;
-  RdPartitionList list(assignment_);
+  std::vector<TopicPartition> resumable;
+  for (const TopicPartition& tp : assignment_) {
+    if (blocked_.count(tp) == 0) resumable.push_back(tp);
+  }
+  if (resumable.empty()) return;
+  RdPartitionList list(resumable);
   const RdKafka::ErrorCode error = consumer_->resume(list.get());
   if (error != RdKafka::ERR_NO_ERROR) {
     LogWarn("consumer", "resume: ", RdKafka::err2str(error));

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -62,6 +63,9 @@ class KafkaConsumer final : public OffsetCommitter {
   void OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
   void PauseAll();
   void ResumeAll();
+  // Pauses partitions the engine reports blocked (and resumes ones no
+  // longer blocked).
+  void UpdateBlocked();
 
   const Config config_;
   Engine* const engine_;
@@ -77,6 +81,8 @@ class KafkaConsumer final : public OffsetCommitter {
   // Poll-thread state.
   bool paused_ = false;
   std::vector<TopicPartition> assignment_;
+  std::set<TopicPartition> blocked_;
+  uint64_t blocked_generation_ = 0;
   // Copy of the assignment for HighWatermarks() on other threads.
   mutable absl::Mutex assignment_mu_;
   std::vector<TopicPartition> assignment_copy_ ABSL_GUARDED_BY(assignment_mu_);

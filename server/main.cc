@@ -14,7 +14,11 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
+#include <thread>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -30,6 +34,7 @@
 #include "core/decoder.h"
 #include "core/engine.h"
 #include "core/kafka_consumer.h"
+#include "core/kafka_dead_letter_writer.h"
 #include "core/log.h"
 #include "server/embedded_cluster.h"
 #include "server/progress_reporter.h"
@@ -61,6 +66,12 @@ bool WriteFileAtomically(const std::string& path, const std::string& contents) {
   return std::rename(temporary.c_str(), path.c_str()) == 0;
 }
 
+std::string InstanceName() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
+  return absl::StrCat(host, "/", getpid());
+}
+
 int WaitForSignal(const sigset_t& signals) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -74,6 +85,7 @@ int Run(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR2);  // internal: ends the signal watcher
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   absl::SetProgramUsageMessage("ferry --config FILE   (see README.md)");
@@ -137,7 +149,25 @@ int Run(int argc, char** argv) {
     }
   }
 
-  Engine engine(config, RealClock::Get());
+  // Dead letters: one no-loss producer when any failure policy uses them.
+  bool needs_dead_letters = config.PolicyFor(-1) == FailurePolicy::kDeadLetter;
+  for (size_t i = 0; i < config.processors.size(); ++i) {
+    needs_dead_letters =
+        needs_dead_letters || config.PolicyFor(static_cast<int>(i)) == FailurePolicy::kDeadLetter;
+  }
+  std::unique_ptr<KafkaDeadLetterWriter> dead_letters;
+  if (needs_dead_letters) {
+    absl::StatusOr<std::unique_ptr<KafkaDeadLetterWriter>> writer =
+        KafkaDeadLetterWriter::Create(config.kafka, InstanceName());
+    if (!writer.ok()) {
+      std::fprintf(stderr, "ferry: invalid config: %s\n",
+                   std::string(writer.status().message()).c_str());
+      return kExitConfigError;
+    }
+    dead_letters = *std::move(writer);
+  }
+
+  Engine engine(config, RealClock::Get(), dead_letters.get());
   absl::StatusOr<std::unique_ptr<KafkaConsumer>> consumer =
       KafkaConsumer::Create(config, &engine, decoder->get());
   if (!consumer.ok()) {
@@ -161,6 +191,7 @@ int Run(int argc, char** argv) {
   }
   LogInfo("ferry", "serving health on port ", bound_port);
 
+  if (dead_letters != nullptr) dead_letters->Start();
   WorkerPool workers(config, &engine);
   workers.Start();
   absl::Status started = (*consumer)->Start();
@@ -180,16 +211,31 @@ int Run(int argc, char** argv) {
   LogInfo("ferry", "running: group ", config.kafka["group.id"], ", ", config.topics.size(),
           " topics, ", config.processors.size(), " processors");
 
-  const int signal_number = WaitForSignal(signals);
+  int signal_number = WaitForSignal(signals);
+  while (signal_number == SIGUSR2) signal_number = WaitForSignal(signals);
   LogInfo("ferry", "signal ", signal_number, ": shutting down (grace ",
-          absl::FormatDuration(config.shutdown_grace), ")");
+          absl::FormatDuration(config.shutdown_grace),
+          "; signal again to stop waiting for in-flight events)");
+  // A second signal ends the drain at once; a third exits without cleanup.
+  std::atomic<int> more_signals{0};
+  std::thread signal_watcher([&signals, &more_signals] {
+    while (true) {
+      const int again = WaitForSignal(signals);
+      if (again == SIGUSR2) return;  // shutdown finished
+      if (++more_signals >= 2) {
+        LogWarn("ferry", "third signal: exiting now");
+        std::_Exit(1);
+      }
+      LogWarn("ferry", "second signal: no more waiting; committing what is finished");
+    }
+  });
 
   // Reverse order of startup. Readiness goes first, so Kubernetes stops
   // routing to this pod while it drains.
   server->GetHealthCheckService()->SetServingStatus(false);
   consumer_ptr->StopFetching();
   const absl::Time give_up = absl::Now() + config.shutdown_grace;
-  while (engine.Buffered() > 0 && absl::Now() < give_up) {
+  while (engine.Buffered() > 0 && absl::Now() < give_up && more_signals.load() == 0) {
     absl::SleepFor(absl::Milliseconds(20));  // polling a drain, not synchronising
   }
   if (engine.Buffered() > 0) {
@@ -199,10 +245,13 @@ int Run(int argc, char** argv) {
   progress.Stop();
   committer.Stop();        // final commit
   consumer_ptr->Stop();    // commit on revoke, leave the group
+  if (dead_letters != nullptr) dead_letters->Stop();
   workers.Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   consumer->reset();
   cluster.reset();
+  pthread_kill(signal_watcher.native_handle(), SIGUSR2);
+  signal_watcher.join();
   LogInfo("ferry", "stopped");
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "server/worker_pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <random>
 #include <string>
@@ -66,6 +67,11 @@ class WorkerPool::StreamReactor final
   }
 
   void Close() { context_.TryCancel(); }
+
+  // Set (lock-free) by the engine on a protocol error; the pool's loop
+  // closes the stream and opens a new one.
+  void RequestReset() { reset_requested_ = true; }
+  bool reset_requested() const { return reset_requested_; }
 
   // gRPC callbacks.
   void OnReadDone(bool ok) override {
@@ -164,6 +170,7 @@ class WorkerPool::StreamReactor final
 
   WorkerPool* const pool_;
   Slot* const slot_;
+  std::atomic<bool> reset_requested_{false};
   const std::string name_;
   int64_t stream_id_ = 0;
   grpc::ClientContext context_;
@@ -184,6 +191,9 @@ WorkerPool::~WorkerPool() { Stop(); }
 
 void WorkerPool::Start() {
   started_ = true;
+  // Called with the engine's mutex held: only sets a flag.
+  engine_->SetStreamResetter(
+      [](WorkerStream* stream) { static_cast<StreamReactor*>(stream)->RequestReset(); });
   for (const ProcessorConfig& processor : config_.processors) {
     grpc::ChannelArguments arguments;
     arguments.SetLoadBalancingPolicyName("round_robin");
@@ -217,6 +227,7 @@ void WorkerPool::Start() {
 WorkerPool::StreamReactor* WorkerPool::OpenLocked(Slot& slot) {
   const ProcessorConfig& processor = config_.processors[slot.processor];
   ++open_streams_;
+  slot.reset_sent = false;
   slot.reactor = new StreamReactor(this, &slot, stubs_[slot.processor].get(),
                                    absl::StrCat(processor.name, "#", slot.index));
   return slot.reactor;
@@ -245,6 +256,21 @@ void WorkerPool::ReconnectLoop() {
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(50));
     if (stopping_) break;
     DeleteFinishedLocked();
+    // Reactors are deleted only by this thread, so the ones collected here
+    // stay valid while they are closed outside the lock.
+    std::vector<StreamReactor*> to_reset;
+    for (auto& slot : slots_) {
+      if (slot->reactor != nullptr && slot->reactor->reset_requested() &&
+          !slot->reset_sent) {
+        slot->reset_sent = true;
+        to_reset.push_back(slot->reactor);
+      }
+    }
+    if (!to_reset.empty()) {
+      mu_.Unlock();
+      for (StreamReactor* reactor : to_reset) reactor->Close();
+      mu_.Lock();
+    }
     const absl::Time now = absl::Now();
     // A stream is opened only on a channel that has been READY for a tick:
     // round_robin picks among connected addresses only, so opening every

@@ -49,6 +49,7 @@ class WorkerPool {
     int index = 0;
     StreamReactor* reactor = nullptr;  // owned by gRPC until OnDone
     int failures = 0;                  // consecutive, for the backoff
+    bool reset_sent = false;           // Close() already called for a reset
     absl::Time reopen_at = absl::InfinitePast();
   };
 
