@@ -2,9 +2,9 @@
 //
 // Every commit interval it commits each partition's contiguous done prefix +
 // 1, only for partitions whose position advanced since their last successful
-// commit (a failed commit is retried on the next round). Between commits it
-// also expires per-event deadlines, which must be checked more often than a
-// commit interval.
+// commit (a failed commit is retried on the next round). Every tick (20ms) it
+// also runs the engine's timers: per-event deadlines, retry backoffs and
+// dead-letter retries, which need a finer clock than the commit interval.
 //
 // Threading: Start/Stop from the owner; one internal thread. Stop is
 // idempotent, joins, and makes one final commit.
@@ -24,7 +24,7 @@ namespace ferry {
 class Committer {
  public:
   Committer(Engine* engine, OffsetCommitter* kafka, absl::Duration commit_interval,
-            absl::Duration tick = absl::Milliseconds(100));
+            absl::Duration tick = absl::Milliseconds(20));
   ~Committer();
 
   void Start();

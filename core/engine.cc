@@ -169,6 +169,7 @@ void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> r
   }
   ++counters_.submitted;
   ++buffered_events_;
+  ++it->second.buffered;
   buffered_bytes_ += bytes;
 
   QueuedEvent queued;
@@ -222,6 +223,7 @@ void Engine::SubmitPoison(const RawRecord& record, const std::string& error) {
     header->set_value(value);
   }
   ++buffered_events_;
+  ++it->second.buffered;
   buffered_bytes_ += queued.bytes;
   FailLocked(std::move(queued), absl::StrCat("poison record: ", error));
 }
@@ -589,6 +591,17 @@ int64_t Engine::Buffered() const {
   return buffered_events_;
 }
 
+int64_t Engine::Drainable() const {
+  absl::MutexLock lock(&mu_);
+  // A blocked partition cannot commit past its held offset, so none of its
+  // events is worth waiting for.
+  int64_t drainable = 0;
+  for (const auto& [tp, entry] : partitions_) {
+    if (entry.blocked.empty()) drainable += entry.buffered;
+  }
+  return drainable;
+}
+
 EngineSnapshot Engine::Snapshot() const {
   absl::MutexLock lock(&mu_);
   EngineSnapshot snapshot;
@@ -643,6 +656,7 @@ void Engine::FinishLocked(const QueuedEvent& queued) {
   auto it = partitions_.find(TopicPartition{queued.event.topic(), queued.event.partition()});
   if (it != partitions_.end() && it->second.epoch == queued.epoch) {
     it->second.state.Done(queued.event.offset());
+    --it->second.buffered;
   }
 }
 

@@ -169,6 +169,9 @@ class Engine {
   // ---- Status ----
   // Events consumed and not finished (queued, delayed or in flight).
   int64_t Buffered() const;
+  // Buffered events worth waiting for at shutdown: those of partitions that
+  // no `block` failure holds (a held partition cannot commit past it).
+  int64_t Drainable() const;
   EngineSnapshot Snapshot() const;
 
  private:
@@ -195,6 +198,8 @@ class Engine {
     std::optional<int64_t> last_committed;
     // Offsets held by a `block` failure, with the event (for a later skip).
     std::map<int64_t, QueuedEvent> blocked;
+    // This partition's share of buffered_events_.
+    int64_t buffered = 0;
   };
   struct StreamEntry {
     WorkerStream* stream = nullptr;

@@ -235,12 +235,14 @@ int Run(int argc, char** argv) {
   server->GetHealthCheckService()->SetServingStatus(false);
   consumer_ptr->StopFetching();
   const absl::Time give_up = absl::Now() + config.shutdown_grace;
-  while (engine.Buffered() > 0 && absl::Now() < give_up && more_signals.load() == 0) {
+  // Events held by a `block` failure cannot finish without an operator, so
+  // the drain does not wait for them.
+  while (engine.Drainable() > 0 && absl::Now() < give_up && more_signals.load() == 0) {
     absl::SleepFor(absl::Milliseconds(20));  // polling a drain, not synchronising
   }
   if (engine.Buffered() > 0) {
     LogWarn("ferry", engine.Buffered(),
-            " events unfinished after the grace period; they will be redelivered");
+            " events unfinished at shutdown; they will be redelivered");
   }
   progress.Stop();
   committer.Stop();        // final commit

@@ -501,4 +501,86 @@ std::string FormatGroupProgress(const GroupProgress& progress) {
   return out;
 }
 
+std::string ConsumedRecord::Header(const std::string& name) const {
+  std::string value;
+  for (const auto& [header_name, header_value] : headers) {
+    if (header_name == name) value = header_value;
+  }
+  return value;
+}
+
+absl::StatusOr<std::vector<ConsumedRecord>> ReadTopic(const std::string& bootstrap,
+                                                      const std::string& topic,
+                                                      absl::Duration timeout) {
+  absl::StatusOr<OffsetMap> ends = ReadEndOffsets(bootstrap, topic, timeout);
+  if (!ends.ok()) return ends.status();
+  auto conf = BaseConf(bootstrap, {{"group.id", "ferry-kafka-admin"},
+                                   {"enable.auto.commit", "false"},
+                                   {"enable.partition.eof", "false"}});
+  if (!conf.ok()) return conf.status();
+  std::string errstr;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
+      RdKafka::KafkaConsumer::create(conf->get(), errstr));
+  if (consumer == nullptr) return absl::InternalError(absl::StrCat("create consumer: ", errstr));
+  ConsumerCloser closer{consumer.get()};
+  std::vector<RdKafka::TopicPartition*> assignment;
+  int64_t remaining = 0;
+  for (const auto& [partition, end] : *ends) {
+    if (end <= 0) continue;
+    assignment.push_back(
+        RdKafka::TopicPartition::create(topic, partition, RdKafka::Topic::OFFSET_BEGINNING));
+    remaining += end;
+  }
+  const RdKafka::ErrorCode assigned = consumer->assign(assignment);
+  RdKafka::TopicPartition::destroy(assignment);
+  if (assigned != RdKafka::ERR_NO_ERROR) return KafkaError(assigned, "assign");
+  std::vector<ConsumedRecord> records;
+  const absl::Time deadline = absl::Now() + timeout;
+  // Stop when every partition reached its end offset (records below the low
+  // watermark may be gone, so count reached ends, not records).
+  std::map<int32_t, int64_t> next_offset;
+  auto done = [&] {
+    for (const auto& [partition, end] : *ends) {
+      if (end > 0 && next_offset[partition] < end) return false;
+    }
+    return true;
+  };
+  while (!done()) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("read ", records.size(), " records of ", topic, " before the timeout"));
+    }
+    std::unique_ptr<RdKafka::Message> message(consumer->consume(100));
+    if (message->err() == RdKafka::ERR__TIMED_OUT) continue;
+    if (message->err() != RdKafka::ERR_NO_ERROR) {
+      return KafkaError(message->err(), absl::StrCat("consume ", topic));
+    }
+    ConsumedRecord record;
+    record.partition = message->partition();
+    record.offset = message->offset();
+    if (message->key_pointer() != nullptr) {
+      record.key.emplace(static_cast<const char*>(message->key_pointer()), message->key_len());
+    }
+    if (message->payload() != nullptr) {
+      record.value.assign(static_cast<const char*>(message->payload()), message->len());
+    }
+    if (RdKafka::Headers* headers = message->headers(); headers != nullptr) {
+      for (const RdKafka::Headers::Header& header : headers->get_all()) {
+        record.headers.emplace_back(
+            header.key(), header.value() == nullptr
+                              ? std::string()
+                              : std::string(static_cast<const char*>(header.value()),
+                                            header.value_size()));
+      }
+    }
+    record.timestamp_ms = message->timestamp().timestamp;
+    next_offset[record.partition] = record.offset + 1;
+    records.push_back(std::move(record));
+  }
+  std::sort(records.begin(), records.end(), [](const ConsumedRecord& a, const ConsumedRecord& b) {
+    return a.partition != b.partition ? a.partition < b.partition : a.offset < b.offset;
+  });
+  return records;
+}
+
 }  // namespace ferry::test_tools

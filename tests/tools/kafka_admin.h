@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,6 +106,25 @@ absl::Status CreateTopic(
     const std::string& bootstrap, const std::string& topic,
     int32_t partitions, int16_t replication_factor = 1,
     const std::vector<std::pair<std::string, std::string>>& config = {},
+    absl::Duration timeout = absl::Seconds(30));
+
+// One record as read back from a topic.
+struct ConsumedRecord {
+  int32_t partition = 0;
+  int64_t offset = 0;
+  std::optional<std::string> key;
+  std::string value;
+  std::vector<std::pair<std::string, std::string>> headers;
+  int64_t timestamp_ms = 0;
+  // The value of the last header called `name`, or "" if none.
+  std::string Header(const std::string& name) const;
+};
+
+// Every record of `topic`, from the beginning of each partition up to the
+// end offsets as they are when called (assigned, not subscribed: no group is
+// joined). Sorted by partition, then offset. NotFound if the topic is missing.
+absl::StatusOr<std::vector<ConsumedRecord>> ReadTopic(
+    const std::string& bootstrap, const std::string& topic,
     absl::Duration timeout = absl::Seconds(30));
 
 }  // namespace ferry::test_tools

@@ -12,6 +12,13 @@
 //                        '\\', tab, CR and LF inside key/payload are escaped as \\ \t \r \n)
 //   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n"
 //   --port_file FILE     after binding, write the port (atomically: temp file + rename)
+// Fault injection, for failure and chaos tests (all off by default):
+//   --retry_attempts K   answer RETRY until the event's attempt reaches K
+//   --fail_every N       answer FAIL when (payload as an integer + 1) % N == 0
+//   --fail_rate P, --retry_rate P, --stall_rate P   random FAIL / RETRY / stall
+//   --stall_ms MS        how long a stall holds the event (default 2000)
+//   --seed S             seed of the random choices
+// The --record line gets a sixth column with the answer: OK, RETRY or FAIL.
 // SIGTERM / SIGINT: graceful shutdown with a 5 s grace, then exit 0.
 #include <pthread.h>
 #include <signal.h>
@@ -20,10 +27,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <random>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -38,6 +48,13 @@ ABSL_FLAG(std::string, record, "", "If set, append one line per handled event to
 ABSL_FLAG(std::string, stats, "", "If set, write counters to this file on shutdown.");
 ABSL_FLAG(int64_t, work_us, 0, "Simulated work per event, in microseconds.");
 ABSL_FLAG(std::string, port_file, "", "If set, write the bound port to this file.");
+ABSL_FLAG(int, retry_attempts, 0, "Answer RETRY until the event's attempt reaches this.");
+ABSL_FLAG(int64_t, fail_every, 0, "Answer FAIL when (payload as an integer + 1) % N == 0.");
+ABSL_FLAG(double, fail_rate, 0, "Probability of answering FAIL.");
+ABSL_FLAG(double, retry_rate, 0, "Probability of answering RETRY.");
+ABSL_FLAG(double, stall_rate, 0, "Probability of holding an event for --stall_ms first.");
+ABSL_FLAG(int64_t, stall_ms, 2000, "How long a stalled event is held.");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of the random fault choices.");
 
 namespace {
 
@@ -50,9 +67,9 @@ class Recorder {
     std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
     return true;
   }
-  void Record(const ferry::v1::Event& e, int64_t start_ns) {
+  void Record(const ferry::v1::Event& e, int64_t start_ns, const char* answer) {
     std::string line = absl::StrCat(Escape(e.key()), "\t", Escape(e.payload()), "\t", start_ns,
-                                    "\t", e.partition(), "\t", e.offset(), "\n");
+                                    "\t", e.partition(), "\t", e.offset(), "\t", answer, "\n");
     absl::MutexLock l(&mu_);
     if (file_ != nullptr) std::fwrite(line.data(), 1, line.size(), file_);
   }
@@ -91,14 +108,75 @@ int64_t MonotonicNanos() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// Fault injection for tests; see the flags. Thread-safe.
+class Faults {
+ public:
+  void Configure() {
+    retry_attempts_ = absl::GetFlag(FLAGS_retry_attempts);
+    fail_every_ = absl::GetFlag(FLAGS_fail_every);
+    fail_rate_ = absl::GetFlag(FLAGS_fail_rate);
+    retry_rate_ = absl::GetFlag(FLAGS_retry_rate);
+    stall_rate_ = absl::GetFlag(FLAGS_stall_rate);
+    stall_ = absl::Milliseconds(absl::GetFlag(FLAGS_stall_ms));
+    random_.seed(absl::GetFlag(FLAGS_seed));
+  }
+  // nullopt: process normally.
+  std::optional<ferry::sdk::Outcome> Decide(const ferry::v1::Event& event) {
+    if (retry_attempts_ > 0 && event.attempt() < retry_attempts_) {
+      return ferry::sdk::Outcome::Retry("injected: retry until attempt " +
+                                        std::to_string(retry_attempts_));
+    }
+    int64_t sequence = 0;
+    if (fail_every_ > 0 && absl::SimpleAtoi(event.payload(), &sequence) &&
+        (sequence + 1) % fail_every_ == 0) {
+      return ferry::sdk::Outcome::Fail("injected: every " + std::to_string(fail_every_));
+    }
+    double roll;
+    bool stall;
+    {
+      absl::MutexLock lock(&mu_);
+      roll = std::uniform_real_distribution<double>(0, 1)(random_);
+      stall = std::uniform_real_distribution<double>(0, 1)(random_) < stall_rate_;
+    }
+    if (stall) absl::SleepFor(stall_);
+    if (roll < fail_rate_) return ferry::sdk::Outcome::Fail("injected: random failure");
+    if (roll < fail_rate_ + retry_rate_) return ferry::sdk::Outcome::Retry("injected: random");
+    return std::nullopt;
+  }
+
+ private:
+  int retry_attempts_ = 0;
+  int64_t fail_every_ = 0;
+  double fail_rate_ = 0;
+  double retry_rate_ = 0;
+  double stall_rate_ = 0;
+  absl::Duration stall_;
+  absl::Mutex mu_;
+  std::mt19937_64 random_ ABSL_GUARDED_BY(mu_);
+};
+Faults faults;
+
+const char* AnswerName(const ferry::sdk::Outcome& outcome) {
+  switch (outcome.kind()) {
+    case ferry::sdk::Outcome::Kind::kOk:
+      return "OK";
+    case ferry::sdk::Outcome::Kind::kRetry:
+      return "RETRY";
+    case ferry::sdk::Outcome::Kind::kFail:
+      return "FAIL";
+  }
+  return "?";
+}
+
 // ---- The processor. This is the part to copy. ----
 ferry::sdk::Outcome HandleEvent(const ferry::v1::Event& event) {
   const int64_t start_ns = MonotonicNanos();
   // Real work goes here. Return Outcome::Retry("why") to be called again later
   // or Outcome::Fail("why") to dead-letter the event; a throw counts as Fail.
   if (work > absl::ZeroDuration()) absl::SleepFor(work);
-  if (recorder != nullptr) recorder->Record(event, start_ns);
-  return ferry::sdk::Outcome::Ok();
+  const ferry::sdk::Outcome outcome = faults.Decide(event).value_or(ferry::sdk::Outcome::Ok());
+  if (recorder != nullptr) recorder->Record(event, start_ns, AnswerName(outcome));
+  return outcome;
 }
 
 // Writes `content` to `path` via a temporary file and rename(2).
@@ -127,6 +205,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   work = absl::Microseconds(absl::GetFlag(FLAGS_work_us));
+  faults.Configure();
   Recorder record_file;
   if (const std::string path = absl::GetFlag(FLAGS_record); !path.empty()) {
     if (!record_file.Open(path)) {
