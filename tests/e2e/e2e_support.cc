@@ -1,5 +1,7 @@
 #include "tests/e2e/e2e_support.h"
 
+#include <signal.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -204,6 +206,58 @@ std::map<std::string, int64_t> ReadStats(const std::string& path) {
     if (absl::SimpleAtoi(kv.second, &value)) stats[kv.first] = value;
   }
   return stats;
+}
+
+std::string FerryConfigWithKafka(
+    const std::string& bootstrap, const std::string& group, const std::string& topic,
+    const std::string& target, int streams,
+    const std::vector<std::pair<std::string, std::string>>& kafka_properties,
+    const std::string& extra, const std::string& progress_interval) {
+  std::string config =
+      FerryConfig(bootstrap, group, topic, target, streams, extra, progress_interval);
+  std::string more;
+  for (const auto& [name, value] : kafka_properties) {
+    absl::StrAppend(&more, "  ", name, ": ", value, "\n");
+  }
+  // The kafka: map is the first section; its entries end where topics: starts.
+  const size_t topics = config.find("\ntopics:\n");
+  config.insert(topics + 1, more);
+  return config;
+}
+
+absl::StatusOr<std::vector<HandledEvent>> ReadHandledEvents(const std::string& record_path) {
+  std::vector<HandledEvent> handled;
+  std::ifstream in(record_path);
+  if (!in) return handled;  // the worker never opened it: nothing handled
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    std::vector<absl::string_view> fields = absl::StrSplit(line, '\t');
+    HandledEvent event;
+    if (fields.size() < 5 || !absl::SimpleAtoi(fields[1], &event.sequence) ||
+        !absl::SimpleAtoi(fields[2], &event.monotonic_ns) ||
+        !absl::SimpleAtoi(fields[3], &event.partition) ||
+        !absl::SimpleAtoi(fields[4], &event.offset)) {
+      return absl::DataLossError(
+          absl::StrCat(record_path, ":", number, ": not a record line: ", line));
+    }
+    event.key = std::string(fields[0]);
+    handled.push_back(std::move(event));
+  }
+  return handled;
+}
+
+absl::StatusOr<int> Terminate(Subprocess& process, absl::Duration timeout) {
+  if (!process.TryWait().has_value()) process.Signal(SIGTERM);
+  return process.Wait(timeout);
+}
+
+std::string LogTail(const Subprocess& process, size_t max_chars) {
+  const std::string log = process.Log();
+  return absl::StrCat("---- ", process.log_path(), " (tail) ----\n",
+                      log.substr(log.size() > max_chars ? log.size() - max_chars : 0), "\n");
 }
 
 }  // namespace ferry::testing

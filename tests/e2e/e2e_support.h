@@ -9,6 +9,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -75,6 +76,34 @@ int64_t LastProgressValue(const std::string& log, const std::string& name);
 
 // key=value lines (a worker's --stats file).
 std::map<std::string, int64_t> ReadStats(const std::string& path);
+
+// FerryConfig with more `kafka:` properties (passed to librdkafka as-is),
+// e.g. {{"partition.assignment.strategy", "cooperative-sticky"}}. They come
+// after FerryConfig's own kafka properties; name them only once.
+std::string FerryConfigWithKafka(
+    const std::string& bootstrap, const std::string& group, const std::string& topic,
+    const std::string& target, int streams,
+    const std::vector<std::pair<std::string, std::string>>& kafka_properties,
+    const std::string& extra = "", const std::string& progress_interval = "1s");
+
+// One line of an example worker's --record file: one run of the handler.
+struct HandledEvent {
+  std::string key;
+  int64_t sequence = 0;      // the payload: the key's sequence number (kafka_tool produce)
+  int64_t monotonic_ns = 0;  // CLOCK_MONOTONIC at handler start (shared by all processes)
+  int32_t partition = -1;
+  int64_t offset = -1;
+};
+// Parses a --record file. The worker buffers it: read it after the worker
+// exited. A missing file is an empty record (the worker handled nothing).
+absl::StatusOr<std::vector<HandledEvent>> ReadHandledEvents(const std::string& record_path);
+
+// SIGTERM, then waits up to `timeout`; the exit code.
+absl::StatusOr<int> Terminate(Subprocess& process, absl::Duration timeout);
+
+// The last `max_chars` characters of a process's log, headed by its path
+// (for failure messages).
+std::string LogTail(const Subprocess& process, size_t max_chars = 6000);
 
 }  // namespace ferry::testing
 
