@@ -330,9 +330,16 @@ void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partit
   }
   if (!incremental) assignment_.clear();
   assignment_.insert(assignment_.end(), assigned.begin(), assigned.end());
-  if (paused_) {
+  // librdkafka remembers a pause per partition across unassign/assign, so a
+  // partition paused before a rebalance would come back paused: always set
+  // the state this process wants now.
+  {
     RdPartitionList list(assigned);
-    consumer_->pause(list.get());
+    if (paused_) {
+      consumer_->pause(list.get());
+    } else {
+      consumer_->resume(list.get());
+    }
   }
   {
     absl::MutexLock lock(&assignment_mu_);

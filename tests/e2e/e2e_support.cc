@@ -244,6 +244,7 @@ absl::StatusOr<std::vector<HandledEvent>> ReadHandledEvents(const std::string& r
           absl::StrCat(record_path, ":", number, ": not a record line: ", line));
     }
     event.key = std::string(fields[0]);
+    if (fields.size() >= 6) event.answer = std::string(fields[5]);
     handled.push_back(std::move(event));
   }
   return handled;

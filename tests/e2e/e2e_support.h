@@ -93,6 +93,7 @@ struct HandledEvent {
   int64_t monotonic_ns = 0;  // CLOCK_MONOTONIC at handler start (shared by all processes)
   int32_t partition = -1;
   int64_t offset = -1;
+  std::string answer;  // OK, RETRY or FAIL (empty in records without that column)
 };
 // Parses a --record file. The worker buffers it: read it after the worker
 // exited. A missing file is an empty record (the worker handled nothing).

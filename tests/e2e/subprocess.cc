@@ -62,7 +62,7 @@ Subprocess::Subprocess(Subprocess&& other) noexcept
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {
-    this->~Subprocess();
+    KillAndReap();
     pid_ = other.pid_;
     log_path_ = std::move(other.log_path_);
     exit_code_ = other.exit_code_;
@@ -71,13 +71,16 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   return *this;
 }
 
-Subprocess::~Subprocess() {
+Subprocess::~Subprocess() { KillAndReap(); }
+
+void Subprocess::KillAndReap() {
   if (pid_ > 0 && !exit_code_.has_value()) {
     kill(pid_, SIGKILL);
     int status = 0;
     waitpid(pid_, &status, 0);
   }
   pid_ = -1;
+  exit_code_.reset();
 }
 
 void Subprocess::Signal(int signal_number) const {

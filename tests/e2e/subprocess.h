@@ -46,6 +46,8 @@ class Subprocess {
 
  private:
   Subprocess(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
+  // Kills a still-running child and reaps it; leaves no process.
+  void KillAndReap();
   pid_t pid_ = -1;
   std::string log_path_;
   std::optional<int> exit_code_;

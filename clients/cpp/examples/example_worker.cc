@@ -10,6 +10,7 @@
 //   --record FILE        append "<key>\t<payload>\t<CLOCK_MONOTONIC ns at handler start>\t
 //                        <partition>\t<offset>\n" per event (buffered, flushed on shutdown;
 //                        '\\', tab, CR and LF inside key/payload are escaped as \\ \t \r \n)
+//   --record_flush       write each --record line through before answering (kill -9 safe)
 //   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n"
 //   --port_file FILE     after binding, write the port (atomically: temp file + rename)
 // Fault injection, for failure and chaos tests (all off by default):
@@ -45,6 +46,8 @@ ABSL_FLAG(int, max_in_flight, 64, "Credit per stream: events ferry may have outs
 ABSL_FLAG(int, handler_threads, 4, "Threads running the handler.");
 ABSL_FLAG(std::string, name, "", "Worker name reported to ferry (default: host name).");
 ABSL_FLAG(std::string, record, "", "If set, append one line per handled event to this file.");
+ABSL_FLAG(bool, record_flush, false,
+          "Write each --record line through before answering (survives kill -9).");
 ABSL_FLAG(std::string, stats, "", "If set, write counters to this file on shutdown.");
 ABSL_FLAG(int64_t, work_us, 0, "Simulated work per event, in microseconds.");
 ABSL_FLAG(std::string, port_file, "", "If set, write the bound port to this file.");
@@ -61,9 +64,10 @@ namespace {
 // Appends one line per event; many handler threads share it.
 class Recorder {
  public:
-  bool Open(const std::string& path) {
+  bool Open(const std::string& path, bool flush_each_line) {
     file_ = std::fopen(path.c_str(), "a");
     if (file_ == nullptr) return false;
+    flush_each_line_ = flush_each_line;
     std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
     return true;
   }
@@ -71,7 +75,11 @@ class Recorder {
     std::string line = absl::StrCat(Escape(e.key()), "\t", Escape(e.payload()), "\t", start_ns,
                                     "\t", e.partition(), "\t", e.offset(), "\t", answer, "\n");
     absl::MutexLock l(&mu_);
-    if (file_ != nullptr) std::fwrite(line.data(), 1, line.size(), file_);
+    if (file_ == nullptr) return;
+    std::fwrite(line.data(), 1, line.size(), file_);
+    // In the kernel before the answer leaves, so a kill -9 loses no line
+    // of an answered event.
+    if (flush_each_line_) std::fflush(file_);
   }
   void Close() {
     absl::MutexLock l(&mu_);
@@ -97,6 +105,7 @@ class Recorder {
 
   absl::Mutex mu_;
   std::FILE* file_ = nullptr;
+  bool flush_each_line_ = false;
 };
 
 Recorder* recorder = nullptr;  // set when --record is given
@@ -208,7 +217,7 @@ int main(int argc, char** argv) {
   faults.Configure();
   Recorder record_file;
   if (const std::string path = absl::GetFlag(FLAGS_record); !path.empty()) {
-    if (!record_file.Open(path)) {
+    if (!record_file.Open(path, absl::GetFlag(FLAGS_record_flush))) {
       std::fprintf(stderr, "example_worker: cannot open --record %s\n", path.c_str());
       return 1;
     }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/ferry/ferry/clients/go/ferrypb"
+)
+
+// The test binary doubles as the example worker (run as a child process).
+func TestMain(m *testing.M) {
+	if os.Getenv("FERRY_EXAMPLE_WORKER_CHILD") == "1" {
+		os.Exit(run())
+	}
+	os.Exit(m.Run())
+}
+
+func startChild(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "FERRY_EXAMPLE_WORKER_CHILD=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, bufio.NewReader(out)
+}
+
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s not written", path)
+	return ""
+}
+
+func TestExampleWorkerFlagsRecordStatsAndSigterm(t *testing.T) {
+	dir := t.TempDir()
+	portFile, record, stats := filepath.Join(dir, "port"), filepath.Join(dir, "record.tsv"), filepath.Join(dir, "stats")
+	cmd, stdout := startChild(t, "--listen", "127.0.0.1:0", "--max_in_flight=5", "--name", "ex-1",
+		"--port_file", portFile, "--record", record, "--stats", stats, "--work_us", "100", "--handler_threads", "2")
+	port, err := strconv.Atoi(waitFile(t, portFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := stdout.ReadString('\n')
+	if want := fmt.Sprintf("example_worker listening on 127.0.0.1:%d (max_in_flight=5)\n", port); line != want {
+		t.Errorf("stdout %q, want %q", line, want)
+	}
+
+	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := ferrypb.NewProcessorClient(conn).Process(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.Recv()
+	if err != nil || m.GetReady().GetMaxInFlight() != 5 || m.GetReady().GetWorkerName() != "ex-1" {
+		t.Fatalf("ready: %v %v", m, err)
+	}
+	before := monotonicNanos()
+	evs := []*ferrypb.Event{
+		{Id: 1, Key: []byte("k1"), Payload: []byte("a\tb"), Partition: 2, Offset: 10},
+		{Id: 2, Key: []byte("k2"), Payload: []byte("plain"), Partition: 2, Offset: 11},
+		{Id: 3, Key: []byte("k3"), Payload: []byte("x\\y\nz"), Partition: 3, Offset: 12},
+	}
+	if err := stream.Send(&ferrypb.ProcessRequest{Kind: &ferrypb.ProcessRequest_Events{Events: &ferrypb.Events{Events: evs}}}); err != nil {
+		t.Fatal(err)
+	}
+	results, credit := 0, 0
+	for credit < 3 {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		results += len(m.GetResults().GetResults())
+		credit += int(m.GetCredit().GetN())
+	}
+	if results != 3 {
+		t.Errorf("results %d", results)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if _, err := stream.Recv(); status.Code(err) != codes.Unavailable {
+		t.Errorf("stream end: %v", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+
+	kv := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(waitFile(t, stats)), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		kv[k] = v
+	}
+	held, _ := strconv.Atoi(kv["max_held"])
+	if kv["events_received"] != "3" || kv["credit_violations"] != "0" || held < 1 || held > 3 || len(kv) != 3 {
+		t.Errorf("stats %v", kv)
+	}
+	raw, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	sort.Strings(lines)
+	if len(lines) != 3 {
+		t.Fatalf("record: %q", raw)
+	}
+	want := []string{"k1\ta\\tb\t%s\t2\t10", "k2\tplain\t%s\t2\t11", "k3\tx\\\\y\\nz\t%s\t3\t12"}
+	for i, l := range lines {
+		f := strings.Split(l, "\t")
+		ns, err := strconv.ParseInt(f[len(f)-3], 10, 64)
+		if err != nil || ns < before {
+			t.Errorf("line %q: start ns %d before %d", l, ns, before)
+		}
+		if w := fmt.Sprintf(want[i], f[len(f)-3]); l != w {
+			t.Errorf("record line %q, want %q", l, w)
+		}
+	}
+}
+
+func TestExampleWorkerBadListenAddressExits1(t *testing.T) {
+	cmd, _ := startChild(t, "--listen", "256.1.1.1:99999")
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit: %v", err)
+	}
+}

@@ -1,0 +1,43 @@
+"""ferry worker SDK: write a Kafka event processor as a plain Python function.
+
+ferry (the Kafka consumer service) dials your worker and opens
+``ferry.v1.Processor/Process`` streams to it. This package implements the
+worker side of that protocol: it announces Ready{max_in_flight}, runs your
+handler for every Event, batches the results, returns credit, honours Cancel
+and stops gracefully.
+
+    import ferry
+
+    def handle(event):                      # event: ferry.v1.Event
+        if not event.payload:
+            return ferry.fail("empty payload")
+        return ferry.ok()                   # or ferry.retry("busy", after_seconds=5)
+
+    worker = ferry.Worker(handle, max_in_flight=64, concurrency=8, name="billing")
+    worker.serve("0.0.0.0:50051")           # until SIGTERM/SIGINT, then a graceful stop
+
+``ferry.aio.Worker`` is the asyncio form (``async def handle(event)``).
+"""
+
+import logging
+
+from ferry._core import Context
+from ferry._result import Result, Status, fail, ok, retry
+from ferry.v1.processor_pb2 import Event, Header
+from ferry.worker import Worker
+from ferry import aio  # noqa: E402  (after Worker: aio imports the same core)
+
+__all__ = [
+    "Context",
+    "Event",
+    "Header",
+    "Result",
+    "Status",
+    "Worker",
+    "aio",
+    "fail",
+    "ok",
+    "retry",
+]
+
+logging.getLogger("ferry").addHandler(logging.NullHandler())

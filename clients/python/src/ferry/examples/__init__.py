@@ -1,0 +1,1 @@
+"""Runnable examples: ``python -m ferry.examples.hello`` and ``python -m ferry.examples.worker``."""
