@@ -586,6 +586,17 @@ void Engine::MarkCommitted(const std::vector<CommitPosition>& positions) {
   }
 }
 
+std::vector<CommitPosition> Engine::StillCurrent(
+    const std::vector<CommitPosition>& positions) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<CommitPosition> current;
+  for (const CommitPosition& position : positions) {
+    auto it = partitions_.find(position.partition);
+    if (it != partitions_.end() && it->second.epoch == position.epoch) current.push_back(position);
+  }
+  return current;
+}
+
 int64_t Engine::Buffered() const {
   absl::MutexLock lock(&mu_);
   return buffered_events_;

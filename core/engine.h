@@ -165,6 +165,9 @@ class Engine {
   // Positions that advanced since they were last marked committed.
   std::vector<CommitPosition> PendingCommits() const;
   void MarkCommitted(const std::vector<CommitPosition>& positions);
+  // The positions whose partition is still assigned under the same epoch
+  // (a position computed before a revoke must not be committed after it).
+  std::vector<CommitPosition> StillCurrent(const std::vector<CommitPosition>& positions) const;
 
   // ---- Status ----
   // Events consumed and not finished (queued, delayed or in flight).

@@ -190,15 +190,27 @@ void KafkaConsumer::Stop() {
 }
 
 void KafkaConsumer::PollLoop() {
+  poll_thread_id_ = std::this_thread::get_id();
+  {
+    absl::MutexLock lock(&commit_mu_);
+    polling_ = true;
+  }
   while (!stop_) {
+    ServeCommitRequests();
     std::unique_ptr<RdKafka::Message> message(
         consumer_->consume(paused_ ? kPausedPollTimeoutMs : kPollTimeoutMs));
     if (message != nullptr) HandleMessage(*message);
     UpdateFlowControl();
   }
+  ServeCommitRequests();
+  {
+    absl::MutexLock lock(&commit_mu_);
+    polling_ = false;
+  }
+  ServeCommitRequests();  // fails whatever arrived meanwhile
   const std::vector<CommitPosition> positions = engine_->PendingCommits();
   if (!positions.empty()) {
-    absl::Status status = Commit(positions);
+    absl::Status status = CommitOnPollThread(positions);
     if (status.ok()) {
       engine_->MarkCommitted(positions);
     } else {
@@ -356,7 +368,7 @@ void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partit
     LogWarn("consumer", "assignment lost (", DescribePartitions(revoked),
             "); not committing, the new owner re-delivers unfinished events");
   } else if (!positions.empty()) {
-    absl::Status status = Commit(positions);
+    absl::Status status = CommitOnPollThread(positions);
     if (!status.ok()) LogWarn("consumer", "commit on revoke failed: ", status.ToString());
   }
   if (incremental) {
@@ -384,7 +396,38 @@ void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partit
 
 absl::Status KafkaConsumer::Commit(const std::vector<CommitPosition>& positions) {
   if (positions.empty()) return absl::OkStatus();
-  RdPartitionList list(positions);
+  if (std::this_thread::get_id() == poll_thread_id_) return CommitOnPollThread(positions);
+  auto request = std::make_shared<CommitRequest>();
+  request->positions = positions;
+  {
+    absl::MutexLock lock(&commit_mu_);
+    if (!polling_) return absl::FailedPreconditionError("the consumer is not polling");
+    commit_requests_.push_back(request);
+  }
+  consumer_->yield();  // wake consume() so the poll thread serves it now
+  request->done.WaitForNotification();
+  return request->status;
+}
+
+void KafkaConsumer::ServeCommitRequests() {
+  std::vector<std::shared_ptr<CommitRequest>> requests;
+  bool polling;
+  {
+    absl::MutexLock lock(&commit_mu_);
+    requests.swap(commit_requests_);
+    polling = polling_;
+  }
+  for (const std::shared_ptr<CommitRequest>& request : requests) {
+    request->status = polling ? CommitOnPollThread(request->positions)
+                              : absl::FailedPreconditionError("the consumer stopped polling");
+    request->done.Notify();
+  }
+}
+
+absl::Status KafkaConsumer::CommitOnPollThread(const std::vector<CommitPosition>& positions) {
+  const std::vector<CommitPosition> current = engine_->StillCurrent(positions);
+  if (current.empty()) return absl::OkStatus();
+  RdPartitionList list(current);
   return KafkaErrorToStatus(consumer_->commitSync(list.get()), "commit");
 }
 

@@ -5,6 +5,11 @@
 // Engine's budgets fill and drain. The poll loop never blocks on the engine,
 // so the member is never kicked out of the group for being slow.
 //
+// Commits run on the poll thread only, like the rebalance callbacks, so a
+// position computed before a revoke is never committed after it (it could
+// move the new owner's committed offset backwards). Commit() from another
+// thread hands its positions to the poll thread and waits.
+//
 // Threading: Start/StopFetching/Stop from the owner thread; Commit and
 // HighWatermarks from any thread; everything else runs on the poll thread.
 #ifndef FERRY_CORE_KAFKA_CONSUMER_H_
@@ -20,6 +25,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "core/config.h"
 #include "core/decoder.h"
 #include "core/engine.h"
@@ -45,6 +52,8 @@ class KafkaConsumer final : public OffsetCommitter {
   // group (close). Idempotent.
   void Stop();
 
+  // Commits on the poll thread (see above); positions whose assignment
+  // changed meanwhile are dropped. FailedPrecondition when not polling.
   absl::Status Commit(const std::vector<CommitPosition>& positions) override;
 
   // High watermark per assigned partition, from librdkafka's cache (no broker
@@ -63,6 +72,10 @@ class KafkaConsumer final : public OffsetCommitter {
   void OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
   void PauseAll();
   void ResumeAll();
+  // Poll thread: commits the still-current positions synchronously.
+  absl::Status CommitOnPollThread(const std::vector<CommitPosition>& positions);
+  // Poll thread: runs the commits other threads asked for.
+  void ServeCommitRequests();
   // Pauses partitions the engine reports blocked (and resumes ones no
   // longer blocked).
   void UpdateBlocked();
@@ -83,6 +96,15 @@ class KafkaConsumer final : public OffsetCommitter {
   std::vector<TopicPartition> assignment_;
   std::set<TopicPartition> blocked_;
   uint64_t blocked_generation_ = 0;
+  struct CommitRequest {
+    std::vector<CommitPosition> positions;
+    absl::Status status;
+    absl::Notification done;
+  };
+  std::thread::id poll_thread_id_;
+  absl::Mutex commit_mu_;
+  bool polling_ ABSL_GUARDED_BY(commit_mu_) = false;
+  std::vector<std::shared_ptr<CommitRequest>> commit_requests_ ABSL_GUARDED_BY(commit_mu_);
   // Copy of the assignment for HighWatermarks() on other threads.
   mutable absl::Mutex assignment_mu_;
   std::vector<TopicPartition> assignment_copy_ ABSL_GUARDED_BY(assignment_mu_);

@@ -186,7 +186,10 @@ TEST(EndToEndTest, BufferedEventsStayWithinTheBudget) {
   absl::StatusOr<MockCluster> cluster = StartMockCluster("backlog", 8);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   ASSERT_TRUE(Produce(cluster->bootstrap, "backlog", kBacklog, 500, 8).ok());
-  absl::StatusOr<Worker> worker = StartWorker("budget", 64, 0, {"--work_us=100"});
+  // Slow enough (4 threads x 2 ms) that a full buffer takes ~250 ms to drain,
+  // so the 100 ms progress lines see it; librdkafka needs up to ~0.5-1 s to
+  // fetch again after a resume.
+  absl::StatusOr<Worker> worker = StartWorker("budget", 64, 0, {"--work_us=2000"});
   ASSERT_TRUE(worker.ok()) << worker.status();
   absl::StatusOr<Subprocess> ferry = StartFerry(
       FerryConfig(cluster->bootstrap, "budget-group", "backlog",
