@@ -86,7 +86,9 @@ class ChaosTest : public ::testing::Test {
   }
 
   std::vector<std::string> WorkerFlags(int index) const {
-    return {"--record_flush",       "--retry_rate=0.02",   "--fail_rate=0.002",
+    return {"--record_flush",
+            absl::StrCat("--record_starts=", TempPath(absl::StrCat("starts-w", index))),
+            "--retry_rate=0.02",   "--fail_rate=0.002",
             "--stall_rate=0.0005",  "--stall_ms=1500",     "--work_us=100",
             "--handler_threads=4",  absl::StrCat("--seed=", seed_ * 10 + index)};
   }
@@ -203,12 +205,28 @@ TEST_F(ChaosTest, KillsRestartsRetriesAndFailuresLoseNothing) {
   std::map<std::string, std::map<int64_t, int64_t>> first_start;  // key -> sequence -> start
   std::set<std::pair<std::string, int64_t>> acked;
   int64_t runs = 0;
+  std::map<std::string, std::multimap<int64_t, std::string>> runs_by_key;  // for diagnostics
   for (int i = 0; i < kWorkers; ++i) {
     for (const HandlerRun& run : ReadRuns(TempPath(absl::StrCat("record-w", i)))) {
       ++runs;
-      auto [it, inserted] = first_start[run.key].emplace(run.sequence, run.start_ns);
-      if (!inserted) it->second = std::min(it->second, run.start_ns);
+      runs_by_key[run.key].emplace(
+          run.start_ns, absl::StrCat("w", i, " seq=", run.sequence, " ", run.answer));
       if (run.answer == "OK") acked.insert({run.key, run.sequence});
+    }
+    // Processing order comes from the start lines, written before any work,
+    // so a run cut short by a kill -9 still counts where it began.
+    for (absl::string_view line :
+         absl::StrSplit(ReadFile(TempPath(absl::StrCat("starts-w", i))), '\n', absl::SkipEmpty())) {
+      std::vector<std::string> fields = absl::StrSplit(line, '\t');
+      int64_t sequence = 0;
+      int64_t start = 0;
+      if (fields.size() < 3 || !absl::SimpleAtoi(fields[1], &sequence) ||
+          !absl::SimpleAtoi(fields[2], &start)) {
+        continue;  // a line cut by a kill
+      }
+      auto [it, inserted] = first_start[fields[0]].emplace(sequence, start);
+      if (!inserted) it->second = std::min(it->second, start);
+      runs_by_key[fields[0]].emplace(start, absl::StrCat("w", i, " seq=", sequence, " start"));
     }
   }
   absl::StatusOr<std::vector<test_tools::ConsumedRecord>> dead =
@@ -231,9 +249,22 @@ TEST_F(ChaosTest, KillsRestartsRetriesAndFailuresLoseNothing) {
   int64_t out_of_order = 0;
   for (const auto& [key, starts] : first_start) {
     int64_t previous = -1;
+    int64_t previous_sequence = -1;
     for (const auto& [sequence, start] : starts) {
-      if (start < previous) ++out_of_order;
+      if (start < previous) {
+        if (++out_of_order <= 5) {
+          std::cout << "out of order: " << key << " sequence " << sequence << " first ran "
+                    << (previous - start) / 1000 << "us before sequence " << previous_sequence
+                    << "; runs of the key:\n";
+          for (const auto& [run_start, line] : runs_by_key[key]) {
+            if (run_start >= start - 3'000'000'000LL && run_start <= previous + 3'000'000'000LL) {
+              std::cout << "  " << run_start << " " << line << "\n";
+            }
+          }
+        }
+      }
       previous = start;
+      previous_sequence = sequence;
     }
   }
   int64_t handled = 0;

@@ -11,25 +11,37 @@
 //                        <partition>\t<offset>\n" per event (buffered, flushed on shutdown;
 //                        '\\', tab, CR and LF inside key/payload are escaped as \\ \t \r \n)
 //   --record_flush       write each --record line through before answering (kill -9 safe)
-//   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n"
+//   --record_starts FILE one line "<key>\t<payload>\t<CLOCK_MONOTONIC ns>" written through as
+//                        each handler run starts (before any work: survives a kill mid-run)
+//   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n
+//                        cancelled=C\n" (C: handler runs that saw ferry's Cancel for their event)
 //   --port_file FILE     after binding, write the port (atomically: temp file + rename)
 // Fault injection, for failure and chaos tests (all off by default):
 //   --retry_attempts K   answer RETRY until the event's attempt reaches K
 //   --fail_every N       answer FAIL when (payload as an integer + 1) % N == 0
+//   --throw_every N      throw from the handler when (payload as an integer + 1) % N == 0
+//                        (the SDK reports it as FAIL; recorded as FAIL)
 //   --fail_rate P, --retry_rate P, --stall_rate P   random FAIL / RETRY / stall
-//   --stall_ms MS        how long a stall holds the event (default 2000)
+//   --stall_ms MS        how long a stall holds the event (default 2000); a stall ends
+//                        early when ferry cancels the event (the handler then answers FAIL,
+//                        which the SDK drops)
 //   --seed S             seed of the random choices
 // The --record line gets a sixth column with the answer: OK, RETRY or FAIL.
 // SIGTERM / SIGINT: graceful shutdown with a 5 s grace, then exit 0.
+// tests/conformance runs this worker and the Python, Go and plain-gRPC ones
+// with the same flags and checks the same scenarios against each.
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -46,6 +58,8 @@ ABSL_FLAG(int, max_in_flight, 64, "Credit per stream: events ferry may have outs
 ABSL_FLAG(int, handler_threads, 4, "Threads running the handler.");
 ABSL_FLAG(std::string, name, "", "Worker name reported to ferry (default: host name).");
 ABSL_FLAG(std::string, record, "", "If set, append one line per handled event to this file.");
+ABSL_FLAG(std::string, record_starts, "",
+          "If set, write one line per handler start to this file, written through at once.");
 ABSL_FLAG(bool, record_flush, false,
           "Write each --record line through before answering (survives kill -9).");
 ABSL_FLAG(std::string, stats, "", "If set, write counters to this file on shutdown.");
@@ -53,6 +67,8 @@ ABSL_FLAG(int64_t, work_us, 0, "Simulated work per event, in microseconds.");
 ABSL_FLAG(std::string, port_file, "", "If set, write the bound port to this file.");
 ABSL_FLAG(int, retry_attempts, 0, "Answer RETRY until the event's attempt reaches this.");
 ABSL_FLAG(int64_t, fail_every, 0, "Answer FAIL when (payload as an integer + 1) % N == 0.");
+ABSL_FLAG(int64_t, throw_every, 0,
+          "Throw from the handler when (payload as an integer + 1) % N == 0 (the SDK reports FAIL).");
 ABSL_FLAG(double, fail_rate, 0, "Probability of answering FAIL.");
 ABSL_FLAG(double, retry_rate, 0, "Probability of answering RETRY.");
 ABSL_FLAG(double, stall_rate, 0, "Probability of holding an event for --stall_ms first.");
@@ -109,7 +125,26 @@ class Recorder {
 };
 
 Recorder* recorder = nullptr;  // set when --record is given
+std::FILE* starts_file = nullptr;  // set when --record_starts is given
+absl::Mutex starts_mu;
 absl::Duration work = absl::ZeroDuration();
+ferry::sdk::Worker* the_worker = nullptr;  // set before Start: handlers ask it about Cancel
+std::atomic<int64_t> cancelled_runs{0};    // handler runs that saw their event cancelled
+
+bool IsCancelled(const ferry::v1::Event& event) {
+  return the_worker != nullptr && the_worker->IsCancelled(event.id());
+}
+
+// Holds the event for `stall`, or until ferry cancels it. True if cancelled.
+bool Stall(const ferry::v1::Event& event, absl::Duration stall) {
+  const absl::Time end = absl::Now() + stall;
+  while (!IsCancelled(event)) {
+    const absl::Duration left = end - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    absl::SleepFor(std::min(left, absl::Milliseconds(5)));  // polling IsCancelled
+  }
+  return true;
+}
 
 int64_t MonotonicNanos() {
   timespec ts;
@@ -123,22 +158,28 @@ class Faults {
   void Configure() {
     retry_attempts_ = absl::GetFlag(FLAGS_retry_attempts);
     fail_every_ = absl::GetFlag(FLAGS_fail_every);
+    throw_every_ = absl::GetFlag(FLAGS_throw_every);
     fail_rate_ = absl::GetFlag(FLAGS_fail_rate);
     retry_rate_ = absl::GetFlag(FLAGS_retry_rate);
     stall_rate_ = absl::GetFlag(FLAGS_stall_rate);
     stall_ = absl::Milliseconds(absl::GetFlag(FLAGS_stall_ms));
     random_.seed(absl::GetFlag(FLAGS_seed));
   }
-  // nullopt: process normally.
-  std::optional<ferry::sdk::Outcome> Decide(const ferry::v1::Event& event) {
+  // nullopt: process normally. *throw_it: the handler should throw.
+  std::optional<ferry::sdk::Outcome> Decide(const ferry::v1::Event& event, bool* throw_it) {
+    *throw_it = false;
     if (retry_attempts_ > 0 && event.attempt() < retry_attempts_) {
       return ferry::sdk::Outcome::Retry("injected: retry until attempt " +
                                         std::to_string(retry_attempts_));
     }
     int64_t sequence = 0;
-    if (fail_every_ > 0 && absl::SimpleAtoi(event.payload(), &sequence) &&
-        (sequence + 1) % fail_every_ == 0) {
+    const bool numeric = absl::SimpleAtoi(event.payload(), &sequence);
+    if (fail_every_ > 0 && numeric && (sequence + 1) % fail_every_ == 0) {
       return ferry::sdk::Outcome::Fail("injected: every " + std::to_string(fail_every_));
+    }
+    if (throw_every_ > 0 && numeric && (sequence + 1) % throw_every_ == 0) {
+      *throw_it = true;
+      return ferry::sdk::Outcome::Fail("injected: throw every " + std::to_string(throw_every_));
     }
     double roll;
     bool stall;
@@ -147,7 +188,7 @@ class Faults {
       roll = std::uniform_real_distribution<double>(0, 1)(random_);
       stall = std::uniform_real_distribution<double>(0, 1)(random_) < stall_rate_;
     }
-    if (stall) absl::SleepFor(stall_);
+    if (stall && Stall(event, stall_)) return ferry::sdk::Outcome::Fail("cancelled by ferry");
     if (roll < fail_rate_) return ferry::sdk::Outcome::Fail("injected: random failure");
     if (roll < fail_rate_ + retry_rate_) return ferry::sdk::Outcome::Retry("injected: random");
     return std::nullopt;
@@ -156,6 +197,7 @@ class Faults {
  private:
   int retry_attempts_ = 0;
   int64_t fail_every_ = 0;
+  int64_t throw_every_ = 0;
   double fail_rate_ = 0;
   double retry_rate_ = 0;
   double stall_rate_ = 0;
@@ -180,11 +222,21 @@ const char* AnswerName(const ferry::sdk::Outcome& outcome) {
 // ---- The processor. This is the part to copy. ----
 ferry::sdk::Outcome HandleEvent(const ferry::v1::Event& event) {
   const int64_t start_ns = MonotonicNanos();
+  if (starts_file != nullptr) {
+    const std::string line = absl::StrCat(event.key(), "\t", event.payload(), "\t", start_ns, "\n");
+    absl::MutexLock lock(&starts_mu);
+    std::fwrite(line.data(), 1, line.size(), starts_file);
+    std::fflush(starts_file);
+  }
   // Real work goes here. Return Outcome::Retry("why") to be called again later
   // or Outcome::Fail("why") to dead-letter the event; a throw counts as Fail.
   if (work > absl::ZeroDuration()) absl::SleepFor(work);
-  const ferry::sdk::Outcome outcome = faults.Decide(event).value_or(ferry::sdk::Outcome::Ok());
+  bool throw_it = false;
+  const ferry::sdk::Outcome outcome =
+      faults.Decide(event, &throw_it).value_or(ferry::sdk::Outcome::Ok());
+  if (IsCancelled(event)) cancelled_runs.fetch_add(1, std::memory_order_relaxed);
   if (recorder != nullptr) recorder->Record(event, start_ns, AnswerName(outcome));
+  if (throw_it) throw std::runtime_error(outcome.message());
   return outcome;
 }
 
@@ -223,6 +275,13 @@ int main(int argc, char** argv) {
     }
     recorder = &record_file;
   }
+  if (const std::string path = absl::GetFlag(FLAGS_record_starts); !path.empty()) {
+    starts_file = std::fopen(path.c_str(), "a");
+    if (starts_file == nullptr) {
+      std::fprintf(stderr, "example_worker: cannot open --record_starts %s\n", path.c_str());
+      return 1;
+    }
+  }
 
   ferry::sdk::WorkerOptions options;
   options.name = absl::GetFlag(FLAGS_name);
@@ -233,6 +292,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "example_worker: %s\n", worker.status().ToString().c_str());
     return 1;
   }
+  the_worker = worker->get();
   const std::string listen = absl::GetFlag(FLAGS_listen);
   if (absl::Status s = (*worker)->Start(listen); !s.ok()) {
     std::fprintf(stderr, "example_worker: %s\n", s.ToString().c_str());
@@ -261,7 +321,8 @@ int main(int argc, char** argv) {
     const std::string stats =
         absl::StrCat("events_received=", (*worker)->events_received(), "\nmax_held=",
                      (*worker)->max_held(), "\ncredit_violations=",
-                     (*worker)->credit_violations(), "\n");
+                     (*worker)->credit_violations(), "\ncancelled=",
+                     cancelled_runs.load(), "\n");
     if (!WriteFileAtomically(path, stats)) {
       std::fprintf(stderr, "example_worker: cannot write --stats %s\n", path.c_str());
     }
