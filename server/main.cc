@@ -240,6 +240,8 @@ int Run(int argc, char** argv) {
   while (engine.Drainable() > 0 && absl::Now() < give_up && more_signals.load() == 0) {
     absl::SleepFor(absl::Milliseconds(20));  // polling a drain, not synchronising
   }
+  // Nothing new starts after this: it could not be committed any more.
+  engine.StopDispatching();
   if (engine.Buffered() > 0) {
     LogWarn("ferry", engine.Buffered(),
             " events unfinished at shutdown; they will be redelivered");
