@@ -671,7 +671,13 @@ void Engine::FinishLocked(const QueuedEvent& queued) {
   }
 }
 
+void Engine::StopDispatching() {
+  absl::MutexLock lock(&mu_);
+  dispatching_stopped_ = true;
+}
+
 void Engine::DispatchLocked() {
+  if (dispatching_stopped_) return;
   const absl::Time now = clock_->Now();
   for (size_t processor = 0; processor < config_.processors.size(); ++processor) {
     const ProcessorConfig& processor_config = config_.processors[processor];

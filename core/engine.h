@@ -169,6 +169,11 @@ class Engine {
   // (a position computed before a revoke must not be committed after it).
   std::vector<CommitPosition> StillCurrent(const std::vector<CommitPosition>& positions) const;
 
+  // Shutdown: no new dispatches from now on (in-flight events may still
+  // finish). Called when the drain ends, so nothing starts after the final
+  // commit only to be delivered again by the next owner.
+  void StopDispatching();
+
   // ---- Status ----
   // Events consumed and not finished (queued, delayed or in flight).
   int64_t Buffered() const;
@@ -264,6 +269,7 @@ class Engine {
   int64_t buffered_events_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   EngineCounters counters_ ABSL_GUARDED_BY(mu_);
+  bool dispatching_stopped_ ABSL_GUARDED_BY(mu_) = false;
   // Retries waiting out their backoff (their lanes stay busy meanwhile).
   std::multimap<absl::Time, QueuedEvent> retries_ ABSL_GUARDED_BY(mu_);
   // Dead letters being written, by token; and failed writes waiting to retry.

@@ -325,6 +325,18 @@ TEST_F(EngineTest, BudgetsDrivePauseAndResume) {
   EXPECT_TRUE(engine_.UnderLowWatermark());
 }
 
+TEST_F(EngineTest, NothingIsDispatchedAfterStopDispatching) {
+  FakeWorkerStream stream("s");
+  const int64_t id = Connect(stream, 10);
+  engine_.Submit(MakeEvent(0, 0, "a"), 1);
+  engine_.Submit(MakeEvent(0, 1, "a"), 1);
+  const uint64_t first = stream.TakeHeld()[0].id();
+  engine_.StopDispatching();
+  engine_.OnResults(id, ResultFor(first, v1::Result::OK));
+  EXPECT_THAT(stream.held(), IsEmpty());
+  EXPECT_EQ(CommitOffset(0), 1);  // results still count
+}
+
 TEST_F(EngineTest, DuplicateRecordInOneAssignmentIsIgnored) {
   FakeWorkerStream stream("s");
   Connect(stream, 100);
