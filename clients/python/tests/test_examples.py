@@ -62,17 +62,18 @@ def test_example_worker_flags_record_stats_and_sigterm(tmp_path):
             proc.kill()
             proc.wait()
     counters = dict(ln.split("=") for ln in stats.read_text().splitlines())
-    assert list(counters) == ["events_received", "max_held", "credit_violations"]
+    assert list(counters) == ["events_received", "max_held", "credit_violations", "cancelled"]
     assert counters["events_received"] == "3" and counters["credit_violations"] == "0"
+    assert counters["cancelled"] == "0"
     assert 1 <= int(counters["max_held"]) <= 3
     lines = sorted(record.read_bytes().splitlines())
     assert len(lines) == 3
     rows = {}
     for ln in lines:
-        key, payload, ns, partition, offset = ln.split(b"\t")
+        key, payload, ns, partition, offset, answer = ln.split(b"\t")
         rows[key] = payload
         assert int(ns) >= before
-        assert (partition, offset) == (b"0", b"0")
+        assert (partition, offset, answer) == (b"0", b"0", b"OK")
     assert rows == {b"k1": b"a\\tb", b"k2": b"plain", b"k3": b"x\\\\y\\nz"}
 
 

@@ -10,10 +10,25 @@
 //	--name NAME          worker name sent in Ready (default: host name)
 //	--work_us N          simulated work per event, microseconds (default 0)
 //	--record FILE        append "<key>\t<payload>\t<CLOCK_MONOTONIC ns at handler start>\t
-//	                     <partition>\t<offset>\n" per event (buffered, flushed on shutdown;
-//	                     '\\', tab, CR and LF inside key/payload are escaped as \\ \t \r \n)
-//	--stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n"
+//	                     <partition>\t<offset>\t<answer>\n" per handler run (answer: OK, RETRY
+//	                     or FAIL; buffered, flushed on shutdown; '\\', tab, CR and LF inside
+//	                     key/payload are escaped as \\ \t \r \n)
+//	--record_flush       write each --record line through before answering (kill -9 safe)
+//	--stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n
+//	                     cancelled=C\n" (C: handler runs that saw ferry's Cancel for their event)
 //	--port_file FILE     after binding, write the port (atomically: temp file + rename)
+//
+// Fault injection, for failure and conformance tests (all off by default):
+//
+//	--retry_attempts K   answer RETRY until the event's attempt reaches K
+//	--fail_every N       answer FAIL when (payload as an integer + 1) % N == 0
+//	--throw_every N      panic in the handler when (payload as an integer + 1) % N == 0
+//	                     (the SDK reports it as FAIL; recorded as FAIL)
+//	--fail_rate P, --retry_rate P, --stall_rate P   random FAIL / RETRY / stall
+//	--stall_ms MS        how long a stall holds the event (default 2000); it ends early when
+//	                     ferry cancels the event (ctx.Done), and the handler then answers
+//	                     FAIL (which the SDK drops)
+//	--seed S             seed of the random choices
 //
 // SIGTERM / SIGINT: graceful stop with a 5 s grace, then exit 0.
 package main
@@ -25,12 +40,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand"
 	"net"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,17 +57,18 @@ import (
 
 // recorder appends one line per event; many handlers share it.
 type recorder struct {
-	mu   sync.Mutex
-	file *os.File
-	w    *bufio.Writer
+	mu    sync.Mutex
+	file  *os.File
+	w     *bufio.Writer
+	flush bool // write each line through (kill -9 safe)
 }
 
-func openRecorder(path string) (*recorder, error) {
+func openRecorder(path string, flush bool) (*recorder, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	return &recorder{file: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+	return &recorder{file: f, w: bufio.NewWriterSize(f, 1<<20), flush: flush}, nil
 }
 
 var escaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
@@ -62,14 +80,75 @@ func escape(b []byte) string {
 	return escaper.Replace(string(b))
 }
 
-func (r *recorder) record(e *ferrypb.Event, startNs int64) {
-	line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\n", escape(e.GetKey()), escape(e.GetPayload()), startNs,
-		e.GetPartition(), e.GetOffset())
+func (r *recorder) record(e *ferrypb.Event, startNs int64, answer string) {
+	line := fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%s\n", escape(e.GetKey()), escape(e.GetPayload()), startNs,
+		e.GetPartition(), e.GetOffset(), answer)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.w != nil {
 		r.w.WriteString(line)
+		// In the kernel before the answer leaves, so a kill -9 loses no line
+		// of an answered event.
+		if r.flush {
+			r.w.Flush()
+		}
 	}
+}
+
+// faults injects failures for tests; see the flags. Safe for concurrent use.
+type faults struct {
+	retryAttempts, failEvery, throwEvery int64
+	failRate, retryRate, stallRate       float64
+	stall                                time.Duration
+
+	mu     sync.Mutex
+	random *rand.Rand
+}
+
+// decide returns the injected result (ok false: process normally) and
+// whether the handler should panic.
+func (f *faults) decide(ctx context.Context, ev *ferrypb.Event) (res ferry.Result, ok, panicNow bool) {
+	if f.retryAttempts > 0 && int64(ev.GetAttempt()) < f.retryAttempts {
+		return ferry.Retry(fmt.Sprintf("injected: retry until attempt %d", f.retryAttempts), 0), true, false
+	}
+	sequence, err := strconv.ParseInt(string(ev.GetPayload()), 10, 64)
+	numeric := err == nil
+	if f.failEvery > 0 && numeric && (sequence+1)%f.failEvery == 0 {
+		return ferry.Fail(fmt.Sprintf("injected: every %d", f.failEvery)), true, false
+	}
+	if f.throwEvery > 0 && numeric && (sequence+1)%f.throwEvery == 0 {
+		return ferry.Fail(fmt.Sprintf("injected: throw every %d", f.throwEvery)), true, true
+	}
+	f.mu.Lock()
+	roll := f.random.Float64()
+	stall := f.random.Float64() < f.stallRate
+	f.mu.Unlock()
+	if stall {
+		t := time.NewTimer(f.stall)
+		select {
+		case <-t.C:
+		case <-ctx.Done(): // ferry cancelled it (or the stream ended)
+			t.Stop()
+			return ferry.Fail("cancelled by ferry"), true, false
+		}
+	}
+	if roll < f.failRate {
+		return ferry.Fail("injected: random failure"), true, false
+	}
+	if roll < f.failRate+f.retryRate {
+		return ferry.Retry("injected: random", 0), true, false
+	}
+	return ferry.Result{}, false, false
+}
+
+func answerName(r ferry.Result) string {
+	switch r.Status {
+	case ferrypb.Result_OK:
+		return "OK"
+	case ferrypb.Result_RETRY:
+		return "RETRY"
+	}
+	return "FAIL"
 }
 
 func (r *recorder) close() error {
@@ -112,7 +191,19 @@ func run() int {
 	statsPath := flag.String("stats", "", "if set, write counters to this file on shutdown")
 	workUs := flag.Int64("work_us", 0, "simulated work per event, in microseconds")
 	portFile := flag.String("port_file", "", "if set, write the bound port to this file")
+	recordFlush := flag.Bool("record_flush", false, "write each --record line through before answering (survives kill -9)")
+	f := &faults{}
+	flag.Int64Var(&f.retryAttempts, "retry_attempts", 0, "answer RETRY until the event's attempt reaches this")
+	flag.Int64Var(&f.failEvery, "fail_every", 0, "answer FAIL when (payload as an integer + 1) % N == 0")
+	flag.Int64Var(&f.throwEvery, "throw_every", 0, "panic in the handler when (payload as an integer + 1) % N == 0")
+	flag.Float64Var(&f.failRate, "fail_rate", 0, "probability of answering FAIL")
+	flag.Float64Var(&f.retryRate, "retry_rate", 0, "probability of answering RETRY")
+	flag.Float64Var(&f.stallRate, "stall_rate", 0, "probability of holding an event for --stall_ms first")
+	stallMs := flag.Int64("stall_ms", 2000, "how long a stalled event is held")
+	seed := flag.Int64("seed", 1, "seed of the random fault choices")
 	flag.Parse()
+	f.stall = time.Duration(*stallMs) * time.Millisecond
+	f.random = rand.New(rand.NewSource(*seed))
 
 	level := slog.LevelInfo
 	if v := os.Getenv("FERRY_LOG_LEVEL"); v != "" {
@@ -127,12 +218,14 @@ func run() int {
 	var rec *recorder
 	if *recordPath != "" {
 		var err error
-		if rec, err = openRecorder(*recordPath); err != nil {
+		if rec, err = openRecorder(*recordPath, *recordFlush); err != nil {
 			fmt.Fprintf(os.Stderr, "example-worker: cannot open --record %s: %v\n", *recordPath, err)
 			return 1
 		}
 	}
 	work := time.Duration(*workUs) * time.Microsecond
+	var cancelledRuns atomic.Int64 // handler runs that saw their event cancelled
+	var w *ferry.Worker            // set before it serves; handlers ask it about Cancel
 
 	// ---- The processor. This is the part to copy. ----
 	handleEvent := func(ctx context.Context, ev *ferrypb.Event) ferry.Result {
@@ -143,13 +236,23 @@ func run() int {
 		if work > 0 {
 			time.Sleep(work)
 		}
-		if rec != nil {
-			rec.record(ev, start)
+		res, injected, panicNow := f.decide(ctx, ev)
+		if !injected {
+			res = ferry.OK()
 		}
-		return ferry.OK()
+		if w.IsCancelled(ev.GetId()) {
+			cancelledRuns.Add(1)
+		}
+		if rec != nil {
+			rec.record(ev, start, answerName(res))
+		}
+		if panicNow {
+			panic(res.Message)
+		}
+		return res
 	}
 
-	w := ferry.NewWorker(handleEvent, ferry.Options{
+	w = ferry.NewWorker(handleEvent, ferry.Options{
 		Name:        *name,
 		MaxInFlight: *maxInFlight,
 		Concurrency: *concurrency,
@@ -197,8 +300,8 @@ func run() int {
 		}
 	}
 	if *statsPath != "" {
-		stats := fmt.Sprintf("events_received=%d\nmax_held=%d\ncredit_violations=%d\n",
-			w.EventsReceived(), w.MaxHeld(), w.CreditViolations())
+		stats := fmt.Sprintf("events_received=%d\nmax_held=%d\ncredit_violations=%d\ncancelled=%d\n",
+			w.EventsReceived(), w.MaxHeld(), w.CreditViolations(), cancelledRuns.Load())
 		if err := writeFileAtomically(*statsPath, stats); err != nil {
 			fmt.Fprintf(os.Stderr, "example-worker: cannot write --stats %s: %v\n", *statsPath, err)
 		}

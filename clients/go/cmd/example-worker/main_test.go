@@ -128,7 +128,7 @@ func TestExampleWorkerFlagsRecordStatsAndSigterm(t *testing.T) {
 		kv[k] = v
 	}
 	held, _ := strconv.Atoi(kv["max_held"])
-	if kv["events_received"] != "3" || kv["credit_violations"] != "0" || held < 1 || held > 3 || len(kv) != 3 {
+	if kv["events_received"] != "3" || kv["credit_violations"] != "0" || kv["cancelled"] != "0" || held < 1 || held > 3 || len(kv) != 4 {
 		t.Errorf("stats %v", kv)
 	}
 	raw, err := os.ReadFile(record)
@@ -140,14 +140,14 @@ func TestExampleWorkerFlagsRecordStatsAndSigterm(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("record: %q", raw)
 	}
-	want := []string{"k1\ta\\tb\t%s\t2\t10", "k2\tplain\t%s\t2\t11", "k3\tx\\\\y\\nz\t%s\t3\t12"}
+	want := []string{"k1\ta\\tb\t%s\t2\t10\tOK", "k2\tplain\t%s\t2\t11\tOK", "k3\tx\\\\y\\nz\t%s\t3\t12\tOK"}
 	for i, l := range lines {
 		f := strings.Split(l, "\t")
-		ns, err := strconv.ParseInt(f[len(f)-3], 10, 64)
+		ns, err := strconv.ParseInt(f[len(f)-4], 10, 64)
 		if err != nil || ns < before {
 			t.Errorf("line %q: start ns %d before %d", l, ns, before)
 		}
-		if w := fmt.Sprintf(want[i], f[len(f)-3]); l != w {
+		if w := fmt.Sprintf(want[i], f[len(f)-4]); l != w {
 			t.Errorf("record line %q, want %q", l, w)
 		}
 	}

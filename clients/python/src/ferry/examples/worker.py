@@ -10,10 +10,23 @@ clients/cpp/examples/example_worker.cc).
   --name NAME          worker name sent in Ready (default: host name)
   --work_us N          simulated work per event, microseconds (default 0)
   --record FILE        append "<key>\\t<payload>\\t<CLOCK_MONOTONIC ns at handler start>\\t
-                       <partition>\\t<offset>\\n" per event (buffered, flushed on shutdown;
-                       backslash, tab, CR and LF inside key/payload are escaped as \\\\ \\t \\r \\n)
-  --stats FILE         on shutdown write "events_received=N\\nmax_held=M\\ncredit_violations=K\\n"
+                       <partition>\\t<offset>\\t<answer>\\n" per handler run (answer: OK, RETRY
+                       or FAIL; buffered, flushed on shutdown; backslash, tab, CR and LF
+                       inside key/payload are escaped as \\\\ \\t \\r \\n)
+  --record_flush       write each --record line through before answering (kill -9 safe)
+  --stats FILE         on shutdown write "events_received=N\\nmax_held=M\\ncredit_violations=K\\n
+                       cancelled=C\\n" (C: handler runs that saw ferry's Cancel for their event)
   --port_file FILE     after binding, write the port (atomically: temp file + rename)
+Fault injection, for failure and conformance tests (all off by default):
+  --retry_attempts K   answer RETRY until the event's attempt reaches K
+  --fail_every N       answer FAIL when (payload as an integer + 1) % N == 0
+  --throw_every N      raise from the handler when (payload as an integer + 1) % N == 0
+                       (the SDK reports it as FAIL; recorded as FAIL)
+  --fail_rate P, --retry_rate P, --stall_rate P   random FAIL / RETRY / stall
+  --stall_ms MS        how long a stall holds the event (default 2000); it ends early when
+                       ferry cancels the event (ctx.wait), and the handler then answers FAIL
+                       (which the SDK drops)
+  --seed S             seed of the random choices
 SIGTERM / SIGINT: graceful stop with a 5 s grace, then exit 0.
 """
 
@@ -22,6 +35,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import random
 import signal
 import sys
 import threading
@@ -44,27 +58,78 @@ def _escape(data: bytes) -> bytes:
 class Recorder:
     """Appends one line per event; many handler threads share it."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, flush_each_line: bool = False):
         self._file = open(path, "ab", buffering=1 << 20)
+        self._flush = flush_each_line
         self._lock = threading.Lock()
 
-    def record(self, event, start_ns: int) -> None:
-        line = b"%s\t%s\t%d\t%d\t%d\n" % (
+    def record(self, event, start_ns: int, answer: str) -> None:
+        line = b"%s\t%s\t%d\t%d\t%d\t%s\n" % (
             _escape(event.key),
             _escape(event.payload),
             start_ns,
             event.partition,
             event.offset,
+            answer.encode(),
         )
         with self._lock:
             if self._file is not None:
                 self._file.write(line)
+                # In the kernel before the answer leaves, so a kill -9 loses
+                # no line of an answered event.
+                if self._flush:
+                    self._file.flush()
 
     def close(self) -> None:
         with self._lock:
             if self._file is not None:
                 self._file.close()  # flushes
             self._file = None
+
+
+class InjectedError(Exception):
+    """What --throw_every raises from the handler."""
+
+
+class Faults:
+    """Fault injection for tests; see the flags. Thread-safe."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.retry_attempts = args.retry_attempts
+        self.fail_every = args.fail_every
+        self.throw_every = args.throw_every
+        self.fail_rate = args.fail_rate
+        self.retry_rate = args.retry_rate
+        self.stall_rate = args.stall_rate
+        self.stall_s = args.stall_ms / 1000.0
+        self._random = random.Random(args.seed)
+        self._lock = threading.Lock()
+
+    def decide(self, event, ctx):
+        """(result or None to process normally, raise_it)."""
+        if self.retry_attempts > 0 and event.attempt < self.retry_attempts:
+            return ferry.retry(f"injected: retry until attempt {self.retry_attempts}"), False
+        try:
+            sequence = int(event.payload)
+        except ValueError:
+            sequence = None
+        if self.fail_every > 0 and sequence is not None and (sequence + 1) % self.fail_every == 0:
+            return ferry.fail(f"injected: every {self.fail_every}"), False
+        if self.throw_every > 0 and sequence is not None and (sequence + 1) % self.throw_every == 0:
+            return ferry.fail(f"injected: throw every {self.throw_every}"), True
+        with self._lock:
+            roll = self._random.random()
+            stall = self._random.random() < self.stall_rate
+        if stall and ctx.wait(self.stall_s):  # True: ferry cancelled it (or the stream ended)
+            return ferry.fail("cancelled by ferry"), False
+        if roll < self.fail_rate:
+            return ferry.fail("injected: random failure"), False
+        if roll < self.fail_rate + self.retry_rate:
+            return ferry.retry("injected: random"), False
+        return None, False
+
+
+_ANSWERS = {ferry.Status.OK: "OK", ferry.Status.RETRY: "RETRY", ferry.Status.FAIL: "FAIL"}
 
 
 def write_file_atomically(path: str, content: str) -> None:
@@ -92,6 +157,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--stats", default="", help="write counters to this file on shutdown")
     p.add_argument("--work_us", type=int, default=0, help="simulated work per event, microseconds")
     p.add_argument("--port_file", default="", help="write the bound port to this file")
+    p.add_argument("--record_flush", action="store_true",
+                   help="write each --record line through before answering (survives kill -9)")
+    p.add_argument("--retry_attempts", type=int, default=0,
+                   help="answer RETRY until the event's attempt reaches this")
+    p.add_argument("--fail_every", type=int, default=0,
+                   help="answer FAIL when (payload as an integer + 1) %% N == 0")
+    p.add_argument("--throw_every", type=int, default=0,
+                   help="raise from the handler when (payload as an integer + 1) %% N == 0")
+    p.add_argument("--fail_rate", type=float, default=0.0, help="probability of answering FAIL")
+    p.add_argument("--retry_rate", type=float, default=0.0, help="probability of answering RETRY")
+    p.add_argument("--stall_rate", type=float, default=0.0,
+                   help="probability of holding an event for --stall_ms first")
+    p.add_argument("--stall_ms", type=int, default=2000, help="how long a stalled event is held")
+    p.add_argument("--seed", type=int, default=1, help="seed of the random fault choices")
     return p.parse_args(argv)
 
 
@@ -111,19 +190,36 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
-    recorder = Recorder(args.record) if args.record else None
+    try:
+        recorder = Recorder(args.record, args.record_flush) if args.record else None
+    except OSError as exc:
+        print(f"example_worker: cannot open --record {args.record}: {exc}", file=sys.stderr)
+        return 1
     work_s = args.work_us / 1e6
+    faults = Faults(args)
+    cancelled_runs = [0]  # handler runs that saw their event cancelled
+    cancelled_lock = threading.Lock()
+    worker = None  # set before it starts; handlers ask it about Cancel
 
     # ---- The processor. This is the part to copy. ----
-    def handle(event):
+    def handle(event, ctx):
         start_ns = time.monotonic_ns()  # CLOCK_MONOTONIC
         # Real work goes here. Return ferry.retry("why") to be called again later
-        # or ferry.fail("why") to dead-letter the event; an exception counts as fail.
+        # or ferry.fail("why") to dead-letter the event; an exception counts as
+        # fail. ctx.cancelled() / ctx.wait(s) tell when ferry gave up on it.
         if work_s > 0:
             time.sleep(work_s)
+        result, raise_it = faults.decide(event, ctx)
+        if result is None:
+            result = ferry.ok()
+        if worker.is_cancelled(event.id):
+            with cancelled_lock:
+                cancelled_runs[0] += 1
         if recorder is not None:
-            recorder.record(event, start_ns)
-        return ferry.ok()
+            recorder.record(event, start_ns, _ANSWERS[result.status])
+        if raise_it:
+            raise InjectedError(result.message)
+        return result
 
     try:
         worker = ferry.Worker(
@@ -157,6 +253,7 @@ def main(argv=None) -> int:
             f"events_received={worker.events_received}\n"
             f"max_held={worker.max_held}\n"
             f"credit_violations={worker.credit_violations}\n"
+            f"cancelled={cancelled_runs[0]}\n"
         )
         try:
             write_file_atomically(args.stats, stats)
