@@ -123,6 +123,17 @@ int LineOf(const YAML::Node& node, int fallback) {
   return mark.line + 1;
 }
 
+// server.metrics_listen when unset: server.listen's host with the metrics
+// port 9464, or port 0 when server.listen picks a free port (so tests that
+// run many ferry processes at once never collide).
+std::string DefaultMetricsListenAddress(const std::string& listen_address) {
+  const size_t colon = listen_address.rfind(':');
+  if (colon == std::string::npos) return "127.0.0.1:9464";
+  const std::string host = listen_address.substr(0, colon);
+  const std::string port = listen_address.substr(colon + 1);
+  return absl::StrCat(host, ":", port == "0" ? "0" : "9464");
+}
+
 std::string Child(const std::string& path, absl::string_view key) {
   if (path.empty()) return std::string(key);
   return absl::StrCat(path, ".", key);
@@ -825,6 +836,7 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
   bool has_topics = false;
   bool has_processors = false;
   bool has_default_policy = false;
+  bool has_metrics_listen = false;
   int failures_line = root_line;
   absl::Status status = ForEachField(
       root, "", root_line,
@@ -891,9 +903,21 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
         }
         if (key == "log") {
           return ForEachField(
-              value, path, value_line, {"progress_interval"},
-              [&](const std::string&, const std::string& p, int,
+              value, path, value_line, {"progress_interval", "format"},
+              [&](const std::string& k, const std::string& p, int,
                   const YAML::Node& v, int l) -> absl::Status {
+                if (k == "format") {
+                  std::string format;
+                  absl::Status got = GetScalar(v, p, l, "format: json", &format);
+                  if (!got.ok()) return got;
+                  if (format != "text" && format != "json") {
+                    return Error(l, p,
+                                 absl::StrCat("expected text or json, got \"",
+                                              absl::CEscape(format), "\""));
+                  }
+                  config->log_format = format;
+                  return absl::OkStatus();
+                }
                 return GetDuration(v, p, l, /*allow_zero=*/true,
                                    "progress_interval: 5s",
                                    &config->progress_interval);
@@ -926,9 +950,18 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
         }
         if (key == "server") {
           return ForEachField(
-              value, path, value_line, {"listen"},
-              [&](const std::string&, const std::string& p, int,
+              value, path, value_line, {"listen", "metrics_listen"},
+              [&](const std::string& k, const std::string& p, int,
                   const YAML::Node& v, int l) -> absl::Status {
+                if (k == "metrics_listen") {
+                  has_metrics_listen = true;
+                  if (v.IsScalar() && v.Scalar() == "off") {
+                    config->metrics_listen_address.clear();
+                    return absl::OkStatus();
+                  }
+                  return GetListenAddress(v, p, l,
+                                          &config->metrics_listen_address);
+                }
                 return GetListenAddress(v, p, l, &config->listen_address);
               });
         }
@@ -958,6 +991,10 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
                  "    - name: default\n      target: ipv4:127.0.0.1:50051");
   }
   if (config->kafka.count("group.id") == 0) config->kafka["group.id"] = "ferry";
+  if (!has_metrics_listen) {
+    config->metrics_listen_address =
+        DefaultMetricsListenAddress(config->listen_address);
+  }
   if (!has_default_policy) {
     config->on_failure = config->dead_letter_topic.empty()
                              ? FailurePolicy::kSkip

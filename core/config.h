@@ -128,6 +128,14 @@ struct Config {
 
   // ferry's own gRPC server (health now; Control later). Port 0 = pick one.
   std::string listen_address = "127.0.0.1:7070";
+  // Prometheus metrics over HTTP (GET /metrics), `server.metrics_listen`.
+  // Unset in the file: server.listen's host with port 9464, or port 0 when
+  // server.listen's port is 0 (tests). `off` disables it: empty here.
+  std::string metrics_listen_address = "127.0.0.1:9464";
+
+  // Log line format, `log.format`: "text" (`time LEVEL component: message`)
+  // or "json" (one object per line). Empty: FERRY_LOG_FORMAT, else text.
+  std::string log_format;
 
   // Embedded mock cluster, used when `kafka.bootstrap.servers` is absent.
   int embedded_partitions = 8;

@@ -417,6 +417,58 @@ TEST(ConfigTest, BadListenAddress) {
   EXPECT_EQ(config->listen_address, "[::1]:7070");
 }
 
+TEST(ConfigTest, MetricsListenDefaultsFollowServerListen) {
+  const std::pair<const char*, const char*> kCases[] = {
+      {"", "127.0.0.1:9464"},
+      {"server:\n  listen: 0.0.0.0:7070\n", "0.0.0.0:9464"},
+      {"server:\n  listen: 127.0.0.1:0\n", "127.0.0.1:0"},
+      {"server:\n  listen: \"[::1]:7070\"\n", "[::1]:9464"},
+  };
+  for (const auto& [section, expected] : kCases) {
+    absl::StatusOr<Config> config =
+        ParseConfig(absl::StrCat(kMinimal, section), "f.yaml");
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_EQ(config->metrics_listen_address, expected) << section;
+  }
+  EXPECT_EQ(Config().metrics_listen_address, "127.0.0.1:9464");
+}
+
+TEST(ConfigTest, MetricsListenExplicitOrOff) {
+  absl::StatusOr<Config> config = ParseConfig(
+      absl::StrCat(kMinimal,
+                   "server:\n  listen: 127.0.0.1:0\n  metrics_listen: 0.0.0.0:9100\n"),
+      "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->metrics_listen_address, "0.0.0.0:9100");
+  config = ParseConfig(absl::StrCat(kMinimal, "server:\n  metrics_listen: off\n"),
+                       "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->metrics_listen_address, "");
+}
+
+TEST(ConfigTest, BadMetricsListen) {
+  std::string message = ExpectError(
+      absl::StrCat(kMinimal, "server:\n  listen: 127.0.0.1:0\n  metrics_listen: 9464\n"), 8,
+      "server.metrics_listen");
+  EXPECT_THAT(message, HasSubstr("host:port"));
+  message = ExpectError(absl::StrCat(kMinimal, "server:\n  metrics: 1\n"), 7,
+                        "server.metrics");
+  EXPECT_THAT(message, HasSubstr("listen, metrics_listen"));
+}
+
+TEST(ConfigTest, LogFormat) {
+  absl::StatusOr<Config> config =
+      ParseConfig(absl::StrCat(kMinimal, "log:\n  format: json\n"), "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->log_format, "json");
+  config = ParseConfig(kMinimal, "f.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->log_format, "");
+  std::string message =
+      ExpectError(absl::StrCat(kMinimal, "log:\n  format: xml\n"), 7, "log.format");
+  EXPECT_THAT(message, HasSubstr("text or json"));
+}
+
 TEST(ConfigTest, MissingTopics) {
   std::string message = ExpectError(R"(kafka:
   group.id: g

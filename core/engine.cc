@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/engine_stats.h"
 #include "core/log.h"
 
 namespace ferry {
@@ -25,10 +26,12 @@ constexpr absl::Duration kDeadLetterRetryBackoff = absl::Seconds(1);
 
 }  // namespace
 
-Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_letters)
+Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_letters,
+               EngineStats* stats)
     : config_(config),
       clock_(clock),
       dead_letters_(dead_letters),
+      stats_(stats),
       lanes_(config.lane_count, config.lane_capacity),
       ready_lanes_(config.processors.size()),
       lane_marked_ready_(static_cast<size_t>(config.lane_count), false),
@@ -64,6 +67,8 @@ void Engine::OnAssigned(const std::vector<TopicPartition>& partitions) {
     PartitionEntry& entry = partitions_[tp];
     entry.state.Clear();
     entry.last_committed.reset();
+    entry.begun.clear();
+    entry.start_offset.reset();
     entry.epoch = next_epoch_++;
   }
 }
@@ -149,6 +154,7 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
   }
   if (unblocked) ++blocked_generation_;
   counters_.dropped_on_revoke += dropped;
+  if (stats_ != nullptr && dropped > 0) stats_->DroppedOnRevoke(dropped);
   for (int lane = 0; lane < lanes_.count(); ++lane) MarkLaneReadyLocked(lane);
   DispatchLocked();
   return positions;
@@ -161,22 +167,29 @@ void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> r
   if (it == partitions_.end()) {
     // A record of a partition no longer assigned: its new owner reads it.
     ++counters_.dropped_on_revoke;
+    if (stats_ != nullptr) stats_->DroppedOnRevoke(1);
     return;
   }
   if (!it->second.state.Begin(event.offset())) {
     ++counters_.duplicate_records;  // already being processed in this assignment
+    if (stats_ != nullptr) stats_->DuplicateRecord();
     return;
   }
+  const absl::Time now = clock_->Now();
+  NoteBegunLocked(it->second, event.offset(), now);
   ++counters_.submitted;
   ++buffered_events_;
   ++it->second.buffered;
   buffered_bytes_ += bytes;
+  if (stats_ != nullptr) stats_->RecordConsumed(tp.topic, bytes);
 
   QueuedEvent queued;
   queued.bytes = bytes;
   queued.epoch = it->second.epoch;
   queued.processor = ProcessorFor(event.type());
   queued.record_key = std::move(record_key);
+  queued.type_index = stats_ != nullptr ? stats_->TypeIndex(event.type()) : 0;
+  queued.queued_at = now;
   event.set_attempt(1);
   queued.event = std::move(event);
   if (queued.processor < 0) {
@@ -203,15 +216,20 @@ void Engine::SubmitPoison(const RawRecord& record, const std::string& error) {
   if (it == partitions_.end()) return;
   if (!it->second.state.Begin(record.offset)) {
     ++counters_.duplicate_records;
+    if (stats_ != nullptr) stats_->DuplicateRecord();
     return;
   }
+  const absl::Time now = clock_->Now();
+  NoteBegunLocked(it->second, record.offset, now);
   ++counters_.poison;
+  if (stats_ != nullptr) stats_->PoisonRecord(record.topic);
   QueuedEvent queued;
   queued.bytes = record.ByteSize();
   queued.epoch = it->second.epoch;
   queued.lane = -1;
   queued.processor = -1;
   queued.record_key = record.key;
+  queued.queued_at = now;
   queued.event.set_topic(record.topic);
   queued.event.set_partition(record.partition);
   queued.event.set_offset(record.offset);
@@ -267,7 +285,7 @@ void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight) {
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
   if (entry.ready) {
-    ++counters_.protocol_errors;
+    CountProtocolErrorLocked(entry.processor);
     LogWarn("engine", entry.stream->Describe(), " sent Ready twice; ignoring the second");
     return;
   }
@@ -286,7 +304,7 @@ void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
   if (!entry.ready) {
-    ++counters_.protocol_errors;
+    CountProtocolErrorLocked(entry.processor);
     LogWarn("engine", entry.stream->Describe(), " sent Credit before Ready; ignoring it");
     return;
   }
@@ -295,7 +313,7 @@ void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
   constexpr int64_t kMaxCredit = int64_t{1} << 31;
   entry.credit += credit;
   if (entry.credit > kMaxCredit) {
-    ++counters_.protocol_errors;
+    CountProtocolErrorLocked(entry.processor);
     entry.credit = kMaxCredit;
   }
   DispatchLocked();
@@ -306,19 +324,24 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
   auto stream = streams_.find(stream_id);
   if (stream == streams_.end()) {
     counters_.stale_results += results.results_size();  // the stream is gone
+    if (stats_ != nullptr) stats_->StaleResults(-1, results.results_size());
     return;
   }
+  const int stream_processor = stream->second.processor;
   if (!stream->second.ready) {
     // Nothing was sent before Ready, so none of these ids can be ours.
-    ++counters_.protocol_errors;
+    CountProtocolErrorLocked(stream_processor);
     counters_.stale_results += results.results_size();
+    if (stats_ != nullptr) stats_->StaleResults(stream_processor, results.results_size());
     LogWarn("engine", stream->second.stream->Describe(), " sent Results before Ready; ignored");
     return;
   }
+  const absl::Time now = stats_ != nullptr ? clock_->Now() : absl::InfinitePast();
   for (const v1::Result& result : results.results()) {
     auto it = in_flight_.find(result.id());
     if (it == in_flight_.end() || it->second.stream_id != stream_id) {
       ++counters_.stale_results;
+      if (stats_ != nullptr) stats_->StaleResults(stream_processor, 1);
       continue;
     }
     const v1::Result::Status status = result.status();
@@ -332,6 +355,13 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
       return;
     }
     QueuedEvent queued = std::move(it->second.queued);
+    if (stats_ != nullptr) {
+      const ResultStatus counted = status == v1::Result::OK      ? ResultStatus::kOk
+                                   : status == v1::Result::RETRY ? ResultStatus::kRetry
+                                                                 : ResultStatus::kFail;
+      stats_->Result(queued.processor, queued.type_index, counted,
+                     now - it->second.dispatched_at);
+    }
     in_flight_.erase(it);
     --stream->second.in_flight;
     switch (status) {
@@ -387,6 +417,9 @@ void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
   if (policy == FailurePolicy::kBlock) {
     // The lane stays busy and the offset unfinished: the partition holds.
     ++counters_.blocked;
+    if (stats_ != nullptr) {
+      stats_->TerminalFailure(queued.processor, queued.type_index, FailurePolicy::kBlock);
+    }
     LogError("engine", "partition ", queued.event.topic(), "/", queued.event.partition(),
              " BLOCKED at offset ", queued.event.offset(), ": ", error,
              " (on_failure: block; skip the offset or change the policy to move on)");
@@ -417,6 +450,9 @@ void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
     letter.error = error;
     letter.attempts = queued.processor < 0 ? 0 : queued.event.attempt();
     letter.processor = queued.processor < 0 ? "" : config_.processors[queued.processor].name;
+    if (stats_ != nullptr) {
+      stats_->TerminalFailure(queued.processor, queued.type_index, FailurePolicy::kDeadLetter);
+    }
     pending.queued = std::move(queued);
     LogWarn("engine", "dead-lettering ", where, " to ", topic, ": ", error);
     WriteDeadLetterLocked(token);
@@ -427,6 +463,9 @@ void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
     LogError("engine", "no dead-letter writer for ", where, "; skipping it: ", error);
   }
   ++counters_.skipped;
+  if (stats_ != nullptr) {
+    stats_->TerminalFailure(queued.processor, queued.type_index, FailurePolicy::kSkip);
+  }
   LogWarn("engine", "skipping failed event ", where, ": ", error);
   FinishLocked(queued);
 }
@@ -444,12 +483,16 @@ void Engine::OnDeadLetterWritten(uint64_t token, absl::Status status) {
   if (it == dead_letters_pending_.end()) return;  // its partition was revoked
   if (!status.ok()) {
     ++counters_.dead_letter_errors;
+    if (stats_ != nullptr) stats_->DeadLetterError();
     LogWarn("engine", "dead-letter write failed (retrying in ",
             absl::FormatDuration(kDeadLetterRetryBackoff), "): ", status.ToString());
     dead_letter_retries_.emplace(clock_->Now() + kDeadLetterRetryBackoff, token);
     return;
   }
   ++counters_.dead_lettered;
+  if (stats_ != nullptr) {
+    stats_->DeadLettered(it->second.queued.processor, it->second.queued.type_index);
+  }
   FinishLocked(it->second.queued);
   dead_letters_pending_.erase(it);
 }
@@ -457,7 +500,7 @@ void Engine::OnDeadLetterWritten(uint64_t token, absl::Status status) {
 void Engine::ProtocolErrorLocked(int64_t stream_id, const std::string& what) {
   auto stream = streams_.find(stream_id);
   if (stream == streams_.end()) return;
-  ++counters_.protocol_errors;
+  CountProtocolErrorLocked(stream->second.processor);
   LogWarn("engine", stream->second.stream->Describe(), " broke the protocol (", what,
           "); resetting the stream, its events will be redelivered");
   RequeueStreamEventsLocked(stream_id);
@@ -482,8 +525,12 @@ void Engine::RequeueStreamEventsLocked(int64_t stream_id) {
   std::sort(requeue.begin(), requeue.end(), [](const QueuedEvent& a, const QueuedEvent& b) {
     return a.event.offset() > b.event.offset();
   });
+  const absl::Time now = clock_->Now();
   for (QueuedEvent& queued : requeue) {
     ++counters_.redelivered;
+    if (stats_ != nullptr) stats_->Redelivered(queued.processor, queued.type_index);
+    queued.redelivery = true;
+    queued.queued_at = now;
     if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
     EnqueueLocked(std::move(queued), /*front=*/true);
   }
@@ -517,6 +564,10 @@ void Engine::OnTimer() {
     }
     QueuedEvent queued = std::move(it->second.queued);
     const int64_t stream_id = it->second.stream_id;
+    if (stats_ != nullptr) {
+      stats_->Result(queued.processor, queued.type_index, ResultStatus::kTimeout,
+                     now - it->second.dispatched_at);
+    }
     cancels[stream_id].push_back(it->first);
     in_flight_.erase(it++);
     auto stream = streams_.find(stream_id);
@@ -541,6 +592,7 @@ void Engine::OnTimer() {
   while (!retries_.empty() && retries_.begin()->first <= now) {
     QueuedEvent queued = std::move(retries_.begin()->second);
     retries_.erase(retries_.begin());
+    queued.queued_at = now;
     if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
     EnqueueLocked(std::move(queued), /*front=*/true);
     changed = true;
@@ -620,13 +672,54 @@ EngineSnapshot Engine::Snapshot() const {
   snapshot.buffered_events = buffered_events_;
   snapshot.buffered_bytes = buffered_bytes_;
   snapshot.in_flight = static_cast<int64_t>(in_flight_.size());
+  snapshot.processors.resize(config_.processors.size());
   for (const auto& [id, stream] : streams_) {
     if (stream.ready) ++snapshot.connected_streams;
+    if (stream.processor < 0 || static_cast<size_t>(stream.processor) >= config_.processors.size()) {
+      continue;
+    }
+    ProcessorSnapshot& processor = snapshot.processors[static_cast<size_t>(stream.processor)];
+    if (stream.ready) {
+      ++processor.connected_streams;
+      processor.credit += std::max<int64_t>(0, stream.credit);
+    }
+    processor.in_flight += stream.in_flight;
+  }
+  std::map<TopicPartition, int64_t> in_flight_by_partition;
+  for (const auto& [id, flight] : in_flight_) {
+    ++in_flight_by_partition[TopicPartition{flight.queued.event.topic(),
+                                            flight.queued.event.partition()}];
   }
   for (const auto& [tp, entry] : partitions_) {
-    snapshot.partitions.push_back(
-        {tp, entry.state.CommitOffset(), entry.state.LowestUnfinished(), entry.state.Pending()});
+    PartitionSnapshot partition;
+    partition.partition = tp;
+    partition.commit_offset = entry.state.CommitOffset();
+    partition.lowest_unfinished = entry.state.LowestUnfinished();
+    partition.pending = entry.state.Pending();
+    partition.last_committed = entry.last_committed;
+    partition.start_offset = entry.start_offset;
+    if (partition.lowest_unfinished.has_value()) {
+      for (const auto& [offset, since] : entry.begun) {
+        if (offset < *partition.lowest_unfinished) continue;
+        if (offset == *partition.lowest_unfinished) partition.oldest_unfinished_since = since;
+        break;
+      }
+    }
+    partition.buffered = entry.buffered;
+    auto flying = in_flight_by_partition.find(tp);
+    partition.in_flight = flying != in_flight_by_partition.end() ? flying->second : 0;
+    partition.blocked = !entry.blocked.empty();
+    snapshot.blocked_events += static_cast<int64_t>(entry.blocked.size());
+    snapshot.partitions.push_back(std::move(partition));
   }
+  for (int lane = 0; lane < lanes_.count(); ++lane) {
+    const int64_t size = static_cast<int64_t>(lanes_.size(lane));
+    snapshot.queued_events += size;
+    snapshot.longest_lane = std::max(snapshot.longest_lane, size);
+  }
+  for (const auto& queue : unordered_) snapshot.queued_events += static_cast<int64_t>(queue.size());
+  snapshot.delayed_events = static_cast<int64_t>(retries_.size());
+  snapshot.dead_letters_pending = static_cast<int64_t>(dead_letters_pending_.size());
   return snapshot;
 }
 
@@ -666,9 +759,26 @@ void Engine::FinishLocked(const QueuedEvent& queued) {
   buffered_bytes_ -= queued.bytes;
   auto it = partitions_.find(TopicPartition{queued.event.topic(), queued.event.partition()});
   if (it != partitions_.end() && it->second.epoch == queued.epoch) {
-    it->second.state.Done(queued.event.offset());
-    --it->second.buffered;
+    PartitionEntry& entry = it->second;
+    entry.state.Done(queued.event.offset());
+    --entry.buffered;
+    // Forget the consumption times of offsets now committable.
+    const std::optional<int64_t> lowest = entry.state.LowestUnfinished();
+    while (!entry.begun.empty() && (!lowest.has_value() || entry.begun.front().first < *lowest)) {
+      entry.begun.pop_front();
+    }
   }
+}
+
+void Engine::NoteBegunLocked(PartitionEntry& entry, int64_t offset, absl::Time now) {
+  // Begin() accepts rising offsets only, so the deque stays in offset order.
+  entry.begun.emplace_back(offset, now);
+  if (!entry.start_offset.has_value()) entry.start_offset = offset;
+}
+
+void Engine::CountProtocolErrorLocked(int processor) {
+  ++counters_.protocol_errors;
+  if (stats_ != nullptr) stats_->ProtocolError(processor);
 }
 
 void Engine::StopDispatching() {
@@ -748,10 +858,16 @@ void Engine::DispatchLocked() {
       v1::Events& batch = batches[stream_id];
       *batch.add_events() = taken->event;
       batch_bytes[stream_id] += event_bytes;
+      if (stats_ != nullptr) {
+        stats_->Dispatched(taken->processor, taken->type_index, now - taken->queued_at,
+                           taken->redelivery);
+      }
+      taken->redelivery = false;
       InFlight& flight = in_flight_[id];
       flight.queued = std::move(*taken);
       flight.stream_id = stream_id;
       flight.deadline = now + processor_config.timeout;
+      flight.dispatched_at = now;
       --stream.credit;
       ++stream.in_flight;
       ++counters_.dispatched;

@@ -20,6 +20,11 @@
 //     letter is acknowledged), skip (done now), block (its partition holds
 //     until an operator acts).
 //
+// Metrics: with an EngineStats (core/engine_stats.h) the engine counts
+// consumed records, dispatches, results, failures and their timings as they
+// happen (atomic counters and histograms, under the engine mutex); state
+// gauges come from Snapshot().
+//
 // Threading: every public method is thread-safe (one internal mutex). Calls
 // into WorkerStream happen with that mutex held; WorkerStream implementations
 // must not block or call back.
@@ -51,6 +56,8 @@
 #include "ferry/v1/processor.pb.h"
 
 namespace ferry {
+
+class EngineStats;
 
 struct TopicPartition {
   std::string topic;
@@ -93,9 +100,27 @@ struct EngineCounters {
 
 struct PartitionSnapshot {
   TopicPartition partition;
+  // The committable position (contiguous finished prefix + 1).
   std::optional<int64_t> commit_offset;
+  // The commit blocker: the lowest offset not finished.
   std::optional<int64_t> lowest_unfinished;
   size_t pending = 0;
+  // The position last committed to Kafka in this assignment (MarkCommitted).
+  std::optional<int64_t> last_committed;
+  // The first offset consumed in this assignment.
+  std::optional<int64_t> start_offset;
+  // When the event at lowest_unfinished was consumed (its age is how long
+  // this partition's commits have been held by it).
+  std::optional<absl::Time> oldest_unfinished_since;
+  int64_t buffered = 0;   // consumed and unfinished (queued, delayed, in flight, held)
+  int64_t in_flight = 0;  // at a worker, waiting for its result
+  bool blocked = false;   // held by an `on_failure: block` failure
+};
+
+struct ProcessorSnapshot {
+  int connected_streams = 0;  // streams that sent Ready
+  int64_t credit = 0;         // credit granted by the workers and not yet used
+  int64_t in_flight = 0;      // events at its workers
 };
 
 struct EngineSnapshot {
@@ -105,12 +130,26 @@ struct EngineSnapshot {
   int64_t in_flight = 0;
   int connected_streams = 0;
   std::vector<PartitionSnapshot> partitions;
+  // Waiting for dispatch: in lanes plus unordered queues.
+  int64_t queued_events = 0;
+  // The longest lane's queue.
+  int64_t longest_lane = 0;
+  // Retries waiting out their backoff (the delay stage).
+  int64_t delayed_events = 0;
+  // Events held by `block` failures.
+  int64_t blocked_events = 0;
+  // Dead letters being written.
+  int64_t dead_letters_pending = 0;
+  // Indexed like Config::processors.
+  std::vector<ProcessorSnapshot> processors;
 };
 
 class Engine {
  public:
-  // `dead_letters` may be null when no policy uses a dead-letter topic.
-  Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_letters = nullptr);
+  // `dead_letters` may be null when no policy uses a dead-letter topic;
+  // `stats` may be null (no metrics). Both must outlive the engine.
+  Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_letters = nullptr,
+         EngineStats* stats = nullptr);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -190,6 +229,11 @@ class Engine {
     int lane = 0;
     int processor = 0;
     std::optional<std::string> record_key;
+    // Metrics: the bounded type label, when it entered its queue, and
+    // whether it is queued again after a lost stream (not a new attempt).
+    int type_index = 0;
+    absl::Time queued_at;
+    bool redelivery = false;
   };
   struct PendingDeadLetter {
     QueuedEvent queued;
@@ -199,6 +243,7 @@ class Engine {
     QueuedEvent queued;
     int64_t stream_id = 0;
     absl::Time deadline;
+    absl::Time dispatched_at;
   };
   struct PartitionEntry {
     PartitionState state;
@@ -208,6 +253,11 @@ class Engine {
     std::map<int64_t, QueuedEvent> blocked;
     // This partition's share of buffered_events_.
     int64_t buffered = 0;
+    // Offsets begun and not yet committable, with when they were consumed,
+    // in offset order (pruned as the commit position advances): the front
+    // is the commit blocker.
+    std::deque<std::pair<int64_t, absl::Time>> begun;
+    std::optional<int64_t> start_offset;
   };
   struct StreamEntry {
     WorkerStream* stream = nullptr;
@@ -242,10 +292,14 @@ class Engine {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RequeueStreamEventsLocked(int64_t stream_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLaneLocked(const QueuedEvent& queued) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records that `offset` of `entry` was consumed at `now`.
+  static void NoteBegunLocked(PartitionEntry& entry, int64_t offset, absl::Time now);
+  void CountProtocolErrorLocked(int processor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Config config_;
   const Clock* const clock_;
   DeadLetterWriter* const dead_letters_;
+  EngineStats* const stats_;
   std::map<std::string, int> processor_by_type_;
   int default_processor_ = -1;
   std::map<std::string, Ordering> ordering_by_topic_;

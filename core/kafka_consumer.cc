@@ -105,9 +105,11 @@ class KafkaConsumer::RebalanceHandler final : public RdKafka::RebalanceCb {
 
 class KafkaConsumer::EventHandler final : public RdKafka::EventCb {
  public:
+  explicit EventHandler(ConsumerStats* stats) : stats_(stats) {}
   void event_cb(RdKafka::Event& event) override {
     switch (event.type()) {
       case RdKafka::Event::EVENT_ERROR:
+        if (stats_ != nullptr) stats_->ClientError();
         if (event.fatal()) {
           LogError("kafka", "fatal error: ", RdKafka::err2str(event.err()), ": ", event.str());
         } else {
@@ -125,19 +127,26 @@ class KafkaConsumer::EventHandler final : public RdKafka::EventCb {
         break;
     }
   }
+
+ private:
+  ConsumerStats* const stats_;
 };
 
-KafkaConsumer::KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder)
+KafkaConsumer::KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder,
+                             ConsumerStats* stats)
     : config_(config),
       engine_(engine),
       decoder_(decoder),
+      stats_(stats),
       rebalance_handler_(std::make_unique<RebalanceHandler>(this)),
-      event_handler_(std::make_unique<EventHandler>()) {}
+      event_handler_(std::make_unique<EventHandler>(stats)) {}
 
 absl::StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(const Config& config,
                                                                      Engine* engine,
-                                                                     const Decoder* decoder) {
-  auto self = std::unique_ptr<KafkaConsumer>(new KafkaConsumer(config, engine, decoder));
+                                                                     const Decoder* decoder,
+                                                                     ConsumerStats* stats) {
+  auto self =
+      std::unique_ptr<KafkaConsumer>(new KafkaConsumer(config, engine, decoder, stats));
   std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string error;
   // ferry's defaults; anything in the `kafka:` map overrides them, except the
@@ -234,6 +243,7 @@ void KafkaConsumer::HandleMessage(RdKafka::Message& message) {
     case RdKafka::ERR__PARTITION_EOF:
       return;
     default:
+      if (stats_ != nullptr) stats_->ConsumeError();
       LogWarn("consumer", "consume error: ", message.errstr());
       return;
   }
@@ -268,6 +278,7 @@ void KafkaConsumer::UpdateFlowControl() {
   }
   if (!paused_ && engine_->OverHighWatermark()) {
     LogDebug("consumer", "buffers full: pausing fetch");
+    if (stats_ != nullptr) stats_->BackpressurePause();
     PauseAll();
   } else if (paused_ && engine_->UnderLowWatermark()) {
     LogDebug("consumer", "buffers drained: resuming fetch");
@@ -287,6 +298,7 @@ void KafkaConsumer::UpdateBlocked() {
     if (blocked.count(tp) == 0) unblocked.push_back(tp);
   }
   blocked_.swap(blocked);
+  PublishPauseState();
   if (!newly_blocked.empty()) {
     RdPartitionList list(newly_blocked);
     consumer_->pause(list.get());
@@ -299,8 +311,15 @@ void KafkaConsumer::UpdateBlocked() {
   }
 }
 
+void KafkaConsumer::PublishPauseState() {
+  absl::MutexLock lock(&assignment_mu_);
+  paused_copy_ = paused_;
+  blocked_copy_ = blocked_;
+}
+
 void KafkaConsumer::PauseAll() {
   paused_ = true;
+  PublishPauseState();
   if (assignment_.empty()) return;
   RdPartitionList list(assignment_);
   const RdKafka::ErrorCode error = consumer_->pause(list.get());
@@ -311,6 +330,7 @@ void KafkaConsumer::PauseAll() {
 
 void KafkaConsumer::ResumeAll() {
   paused_ = false;
+  PublishPauseState();
   std::vector<TopicPartition> resumable;
   for (const TopicPartition& tp : assignment_) {
     if (blocked_.count(tp) == 0) resumable.push_back(tp);
@@ -326,6 +346,7 @@ void KafkaConsumer::ResumeAll() {
 void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions,
                              bool incremental) {
   const std::vector<TopicPartition> assigned = ToTopicPartitions(partitions);
+  if (stats_ != nullptr) stats_->Assigned();
   engine_->OnAssigned(assigned);
   RdKafka::Error* error = nullptr;
   RdKafka::ErrorCode code = RdKafka::ERR_NO_ERROR;
@@ -364,6 +385,7 @@ void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partit
                              bool incremental) {
   const std::vector<TopicPartition> revoked = ToTopicPartitions(partitions);
   const std::vector<CommitPosition> positions = engine_->OnRevoked(revoked);
+  if (stats_ != nullptr) stats_->Revoked(consumer_->assignment_lost());
   if (consumer_->assignment_lost()) {
     LogWarn("consumer", "assignment lost (", DescribePartitions(revoked),
             "); not committing, the new owner re-delivers unfinished events");
@@ -428,7 +450,9 @@ absl::Status KafkaConsumer::CommitOnPollThread(const std::vector<CommitPosition>
   const std::vector<CommitPosition> current = engine_->StillCurrent(positions);
   if (current.empty()) return absl::OkStatus();
   RdPartitionList list(current);
-  return KafkaErrorToStatus(consumer_->commitSync(list.get()), "commit");
+  absl::Status status = KafkaErrorToStatus(consumer_->commitSync(list.get()), "commit");
+  if (stats_ != nullptr) stats_->Commit(status.ok());
+  return status;
 }
 
 std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
@@ -446,6 +470,42 @@ std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
       high = -1;
     }
     result[tp] = high;
+  }
+  return result;
+}
+
+}  // namespace ferry
+
+namespace ferry {
+
+std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const {
+  std::vector<TopicPartition> assignment;
+  bool paused;
+  std::set<TopicPartition> blocked;
+  {
+    absl::MutexLock lock(&assignment_mu_);
+    assignment = assignment_copy_;
+    paused = paused_copy_;
+    blocked = blocked_copy_;
+  }
+  std::map<TopicPartition, PartitionFetchState> result;
+  if (assignment.empty()) return result;
+  RdPartitionList positions(assignment);
+  const bool have_positions = consumer_->position(positions.get()) == RdKafka::ERR_NO_ERROR;
+  for (size_t i = 0; i < assignment.size(); ++i) {
+    const TopicPartition& tp = assignment[i];
+    PartitionFetchState& state = result[tp];
+    int64_t low = -1;
+    int64_t high = -1;
+    if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) ==
+        RdKafka::ERR_NO_ERROR) {
+      state.high_watermark = high;
+    }
+    if (have_positions) {
+      const int64_t position = positions.get()[i]->offset();
+      state.position = position >= 0 ? position : -1;
+    }
+    state.paused = paused || blocked.count(tp) > 0;
   }
   return result;
 }

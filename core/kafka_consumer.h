@@ -10,8 +10,9 @@
 // move the new owner's committed offset backwards). Commit() from another
 // thread hands its positions to the poll thread and waits.
 //
-// Threading: Start/StopFetching/Stop from the owner thread; Commit and
-// HighWatermarks from any thread; everything else runs on the poll thread.
+// Threading: Start/StopFetching/Stop from the owner thread; Commit,
+// HighWatermarks and FetchStates from any thread; everything else runs on the
+// poll thread.
 #ifndef FERRY_CORE_KAFKA_CONSUMER_H_
 #define FERRY_CORE_KAFKA_CONSUMER_H_
 
@@ -28,19 +29,29 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/config.h"
+#include "core/consumer_stats.h"
 #include "core/decoder.h"
 #include "core/engine.h"
 #include "core/offset_committer.h"
 
 namespace ferry {
 
+// What the consumer knows of one assigned partition (no broker round trip).
+struct PartitionFetchState {
+  int64_t high_watermark = -1;  // end offset; -1 until known
+  int64_t position = -1;        // next offset to fetch; -1 until known
+  bool paused = false;          // fetching paused (backpressure, block, shutdown)
+};
+
 class KafkaConsumer final : public OffsetCommitter {
  public:
   // Validates the `kafka:` map with librdkafka itself (an unknown property is
-  // an InvalidArgument naming it). Touches no broker.
+  // an InvalidArgument naming it). Touches no broker. `stats` may be null;
+  // it must outlive the consumer.
   static absl::StatusOr<std::unique_ptr<KafkaConsumer>> Create(const Config& config,
                                                                Engine* engine,
-                                                               const Decoder* decoder);
+                                                               const Decoder* decoder,
+                                                               ConsumerStats* stats = nullptr);
   ~KafkaConsumer() override;
 
   // Subscribes to the configured topics and starts the poll thread.
@@ -59,12 +70,17 @@ class KafkaConsumer final : public OffsetCommitter {
   // High watermark per assigned partition, from librdkafka's cache (no broker
   // round trip); -1 when not known yet.
   std::map<TopicPartition, int64_t> HighWatermarks() const;
+  // End offset, fetch position and pause state per assigned partition.
+  std::map<TopicPartition, PartitionFetchState> FetchStates() const;
 
  private:
   class RebalanceHandler;
   class EventHandler;
 
-  KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder);
+  KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder,
+                ConsumerStats* stats);
+  // Copies the poll thread's pause state for FetchStates().
+  void PublishPauseState();
   void PollLoop();
   void HandleMessage(RdKafka::Message& message);
   void UpdateFlowControl();
@@ -83,6 +99,7 @@ class KafkaConsumer final : public OffsetCommitter {
   const Config config_;
   Engine* const engine_;
   const Decoder* const decoder_;
+  ConsumerStats* const stats_;
   std::unique_ptr<RebalanceHandler> rebalance_handler_;
   std::unique_ptr<EventHandler> event_handler_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
@@ -108,6 +125,8 @@ class KafkaConsumer final : public OffsetCommitter {
   // Copy of the assignment for HighWatermarks() on other threads.
   mutable absl::Mutex assignment_mu_;
   std::vector<TopicPartition> assignment_copy_ ABSL_GUARDED_BY(assignment_mu_);
+  bool paused_copy_ ABSL_GUARDED_BY(assignment_mu_) = false;
+  std::set<TopicPartition> blocked_copy_ ABSL_GUARDED_BY(assignment_mu_);
 };
 
 }  // namespace ferry

@@ -2,20 +2,32 @@
 //
 // Small on purpose: lines go to stderr (Kubernetes collects them), a level
 // filter comes from FERRY_LOG_LEVEL (debug|info|warn|error, default info), and
-// there is no per-record logging at info.
+// there is no per-record logging at info. FERRY_LOG_FORMAT=json (or the
+// config's `log.format: json`) writes one JSON object per line instead:
+//   {"time":"2024-05-01T12:00:00.000Z","level":"info","component":"engine","msg":"..."}
 //
 // Threading: safe from any thread; each line is written with one call.
 #ifndef FERRY_CORE_LOG_H_
 #define FERRY_CORE_LOG_H_
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace ferry {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3 };
 
+enum class LogFormat { kText, kJson };
+
 bool LogEnabled(LogLevel level);
+// Overrides FERRY_LOG_FORMAT (call before other threads log).
+void SetLogFormat(LogFormat format);
+// One line as Log() writes it (without the newline), for tests.
+std::string FormatLogLine(LogFormat format, absl::Time time, LogLevel level,
+                          absl::string_view component, absl::string_view message);
 void Log(LogLevel level, absl::string_view component, absl::string_view message);
 
 template <typename... Args>

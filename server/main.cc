@@ -5,13 +5,15 @@
 //   ferry --config ferry.yaml
 //   ferry                      (embedded default: in-process mock Kafka)
 //
-// Startup order: config → [embedded cluster] → engine → gRPC server → worker
-// streams → consumer → committer → progress. Shutdown (SIGTERM/SIGINT) runs
-// in reverse: stop fetching, drain in-flight up to the grace period, commit,
-// leave the group, close worker streams, exit 0.
+// Startup order: config → [embedded cluster] → engine → gRPC server →
+// metrics endpoint → worker streams → consumer → committer → progress.
+// Shutdown (SIGTERM/SIGINT) runs in reverse: stop fetching, drain in-flight up
+// to the grace period, commit, leave the group, close worker streams, stop
+// serving metrics, exit 0.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <prometheus/registry.h>
 #include <signal.h>
 
 #include <unistd.h>
@@ -31,14 +33,18 @@
 #include "core/clock.h"
 #include "core/committer.h"
 #include "core/config.h"
+#include "core/consumer_stats.h"
 #include "core/decoder.h"
 #include "core/engine.h"
+#include "core/engine_stats.h"
 #include "core/kafka_consumer.h"
 #include "core/kafka_dead_letter_writer.h"
 #include "core/log.h"
 #include "server/embedded_cluster.h"
+#include "server/metrics.h"
 #include "server/progress_reporter.h"
 #include "server/worker_pool.h"
+#include "server/worker_pool_stats.h"
 
 ABSL_FLAG(std::string, config, "",
           "Path of the YAML config file. Empty: the embedded default (mock Kafka in-process, "
@@ -105,6 +111,8 @@ int Run(int argc, char** argv) {
     return kExitConfigError;
   }
   Config config = *std::move(parsed);
+  if (config.log_format == "json") SetLogFormat(LogFormat::kJson);
+  if (config.log_format == "text") SetLogFormat(LogFormat::kText);
   if (!absl::GetFlag(FLAGS_embedded_bootstrap_file).empty()) {
     config.embedded_bootstrap_file = absl::GetFlag(FLAGS_embedded_bootstrap_file);
   }
@@ -167,9 +175,16 @@ int Run(int argc, char** argv) {
     dead_letters = *std::move(writer);
   }
 
-  Engine engine(config, RealClock::Get(), dead_letters.get());
+  // Metrics: counters and histograms live in one registry, updated as
+  // things happen; state gauges are computed when /metrics is scraped.
+  auto registry = std::make_shared<prometheus::Registry>();
+  EngineStats engine_stats(*registry, config);
+  ConsumerStats consumer_stats(*registry);
+  WorkerPoolStats worker_stats(*registry, config);
+
+  Engine engine(config, RealClock::Get(), dead_letters.get(), &engine_stats);
   absl::StatusOr<std::unique_ptr<KafkaConsumer>> consumer =
-      KafkaConsumer::Create(config, &engine, decoder->get());
+      KafkaConsumer::Create(config, &engine, decoder->get(), &consumer_stats);
   if (!consumer.ok()) {
     std::fprintf(stderr, "ferry: invalid config: %s\n",
                  std::string(consumer.status().message()).c_str());
@@ -191,8 +206,33 @@ int Run(int argc, char** argv) {
   }
   LogInfo("ferry", "serving health on port ", bound_port);
 
+  KafkaConsumer* consumer_ptr = consumer->get();
+  std::unique_ptr<MetricsServer> metrics;
+  auto state_collector = std::make_shared<StateCollector>(
+      config, [&engine] { return engine.Snapshot(); },
+      [consumer_ptr] { return consumer_ptr->FetchStates(); }, RealClock::Get());
+  auto process_collector = std::make_shared<ProcessCollector>();
+  if (!config.metrics_listen_address.empty()) {
+    absl::StatusOr<std::unique_ptr<MetricsServer>> started_metrics =
+        MetricsServer::Start(config.metrics_listen_address);
+    if (!started_metrics.ok()) {
+      LogError("ferry", started_metrics.status().message(),
+               " (server.metrics_listen): address in use or invalid; `metrics_listen: off` "
+               "disables metrics");
+      server->Shutdown();
+      return kExitStartupError;
+    }
+    metrics = *std::move(started_metrics);
+    metrics->Register(registry);
+    metrics->Register(state_collector);
+    metrics->Register(process_collector);
+    LogInfo("ferry", "serving metrics on port ", metrics->port(), " (GET /metrics)");
+  } else {
+    LogInfo("ferry", "metrics disabled (server.metrics_listen: off)");
+  }
+
   if (dead_letters != nullptr) dead_letters->Start();
-  WorkerPool workers(config, &engine);
+  WorkerPool workers(config, &engine, &worker_stats);
   workers.Start();
   absl::Status started = (*consumer)->Start();
   if (!started.ok()) {
@@ -203,7 +243,6 @@ int Run(int argc, char** argv) {
   }
   Committer committer(&engine, consumer->get(), config.commit_interval);
   committer.Start();
-  KafkaConsumer* consumer_ptr = consumer->get();
   ProgressReporter progress(
       &engine, [consumer_ptr] { return consumer_ptr->HighWatermarks(); },
       config.progress_interval);
@@ -247,11 +286,16 @@ int Run(int argc, char** argv) {
             " events unfinished at shutdown; they will be redelivered");
   }
   progress.Stop();
+  // Metrics stay up through the drain. Stopping the HTTP server can take up
+  // to 2s after a scrape (civetweb's poll quantum), so it stops while the
+  // rest shuts down.
+  std::thread metrics_stopper([&metrics] { metrics.reset(); });
   committer.Stop();        // final commit
   consumer_ptr->Stop();    // commit on revoke, leave the group
   if (dead_letters != nullptr) dead_letters->Stop();
   workers.Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  metrics_stopper.join();  // no scrape reads the consumer after this
   consumer->reset();
   cluster.reset();
   pthread_kill(signal_watcher.native_handle(), SIGUSR2);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/log.h"
 
 namespace ferry {
@@ -55,6 +56,21 @@ std::string ProgressReporter::Line() {
       lag += std::max<int64_t>(0, it->second - committed);
     }
   }
+  // The commit blocker held longest: the partition whose oldest unfinished
+  // event was consumed first.
+  const PartitionSnapshot* blocker = nullptr;
+  for (const PartitionSnapshot& partition : snapshot.partitions) {
+    if (!partition.oldest_unfinished_since.has_value()) continue;
+    if (blocker == nullptr || *partition.oldest_unfinished_since < *blocker->oldest_unfinished_since) {
+      blocker = &partition;
+    }
+  }
+  const std::string blocker_text =
+      blocker == nullptr
+          ? std::string("none")
+          : absl::StrCat(blocker->partition.ToString(), "@", *blocker->lowest_unfinished, " age=",
+                         absl::StrFormat("%.1fs", absl::ToDoubleSeconds(
+                                                      now - *blocker->oldest_unfinished_since)));
   return absl::StrCat("rate=", static_cast<int64_t>(std::llround(rate)), "/s consumed=",
                       snapshot.counters.submitted, " acked=", snapshot.counters.acked,
                       " failed=", snapshot.counters.failed, " retried=",
@@ -62,7 +78,8 @@ std::string ProgressReporter::Line() {
                       " in_flight=", snapshot.in_flight, " buffered=", snapshot.buffered_events,
                       " streams=", snapshot.connected_streams, " partitions=",
                       snapshot.partitions.size(), " committed=", committed_total,
-                      " lag=", lag_known ? absl::StrCat(lag) : std::string("?"));
+                      " lag=", lag_known ? absl::StrCat(lag) : std::string("?"),
+                      " blocker=", blocker_text);
 }
 
 void ProgressReporter::Run() {

@@ -1,6 +1,7 @@
 // ProgressReporter: logs one line of progress every interval, so an operator
 // (and the README's demo) sees ferry working without a metrics stack:
 //   progress: rate=12345/s consumed=… acked=… failed=… in_flight=… lag=…
+//             blocker=topic/3@1234 age=2.5s   (the oldest unfinished event)
 //
 // Threading: Start/Stop from the owner; one internal thread. Stop is
 // idempotent and logs a final line.

@@ -131,6 +131,12 @@ class WorkerPool::StreamReactor final
       absl::MutexLock lock(&mu_);
       was_ready = ready_;
     }
+    StreamEnd end = StreamEnd::kError;
+    if (reset_requested_) {
+      end = StreamEnd::kProtocolError;
+    } else if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
+      end = StreamEnd::kClosed;
+    }
     if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
       LogInfo("workers", name_, ": stream closed");
     } else {
@@ -139,7 +145,7 @@ class WorkerPool::StreamReactor final
     }
     // The pool deletes this reactor later (never while Stop may still be
     // closing it).
-    pool_->OnStreamDone(slot_, was_ready, this);
+    pool_->OnStreamDone(slot_, was_ready, end, this);
   }
 
  private:
@@ -184,7 +190,8 @@ class WorkerPool::StreamReactor final
   std::string worker_name_ ABSL_GUARDED_BY(mu_);
 };
 
-WorkerPool::WorkerPool(const Config& config, Engine* engine) : config_(config), engine_(engine) {}
+WorkerPool::WorkerPool(const Config& config, Engine* engine, WorkerPoolStats* stats)
+    : config_(config), engine_(engine), stats_(stats) {}
 
 WorkerPool::~WorkerPool() { Stop(); }
 
@@ -228,17 +235,20 @@ WorkerPool::StreamReactor* WorkerPool::OpenLocked(Slot& slot) {
   const ProcessorConfig& processor = config_.processors[slot.processor];
   ++open_streams_;
   slot.reset_sent = false;
+  if (stats_ != nullptr) stats_->Opened(slot.processor);
   slot.reactor = new StreamReactor(this, &slot, stubs_[slot.processor].get(),
                                    absl::StrCat(processor.name, "#", slot.index));
   return slot.reactor;
 }
 
-void WorkerPool::OnStreamDone(Slot* slot, bool was_ready, StreamReactor* reactor) {
+void WorkerPool::OnStreamDone(Slot* slot, bool was_ready, StreamEnd end,
+                              StreamReactor* reactor) {
   absl::MutexLock lock(&mu_);
   --open_streams_;
   slot->reactor = nullptr;
   finished_.push_back(reactor);
   if (stopping_) return;
+  if (stats_ != nullptr) stats_->Reset(slot->processor, end);
   // A stream that got as far as Ready was healthy: start the backoff over.
   slot->failures = was_ready ? 1 : slot->failures + 1;
   slot->reopen_at = absl::Now() + BackoffFor(slot->failures);

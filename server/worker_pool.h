@@ -25,12 +25,14 @@
 #include "core/config.h"
 #include "core/engine.h"
 #include "ferry/v1/processor.grpc.pb.h"
+#include "server/worker_pool_stats.h"
 
 namespace ferry {
 
 class WorkerPool {
  public:
-  WorkerPool(const Config& config, Engine* engine);
+  // `stats` may be null; it must outlive the pool.
+  WorkerPool(const Config& config, Engine* engine, WorkerPoolStats* stats = nullptr);
   ~WorkerPool();
 
   // Creates the channels; streams open in the background once a channel is
@@ -56,12 +58,13 @@ class WorkerPool {
   // Creates the slot's reactor; the caller Begin()s it after dropping mu_.
   StreamReactor* OpenLocked(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Called by a reactor from OnDone; the reactor is deleted later.
-  void OnStreamDone(Slot* slot, bool was_ready, StreamReactor* reactor);
+  void OnStreamDone(Slot* slot, bool was_ready, StreamEnd end, StreamReactor* reactor);
   void DeleteFinishedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReconnectLoop();
 
   const Config config_;
   Engine* const engine_;
+  WorkerPoolStats* const stats_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<ferry::v1::Processor::Stub>> stubs_;
   mutable absl::Mutex mu_;
