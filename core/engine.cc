@@ -454,7 +454,11 @@ void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
       stats_->TerminalFailure(queued.processor, queued.type_index, FailurePolicy::kDeadLetter);
     }
     pending.queued = std::move(queued);
-    LogWarn("engine", "dead-lettering ", where, " to ", topic, ": ", error);
+    int64_t suppressed = 0;
+    if (failure_log_limiter_.Allow(clock_->Now(), &suppressed)) {
+      LogWarn("engine", "dead-lettering ", where, " to ", topic, ": ", error,
+              suppressed > 0 ? absl::StrCat(" (", suppressed, " similar lines suppressed)") : "");
+    }
     WriteDeadLetterLocked(token);
     return;
   }
@@ -466,7 +470,11 @@ void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
   if (stats_ != nullptr) {
     stats_->TerminalFailure(queued.processor, queued.type_index, FailurePolicy::kSkip);
   }
-  LogWarn("engine", "skipping failed event ", where, ": ", error);
+  int64_t suppressed = 0;
+  if (failure_log_limiter_.Allow(clock_->Now(), &suppressed)) {
+    LogWarn("engine", "skipping failed event ", where, ": ", error,
+            suppressed > 0 ? absl::StrCat(" (", suppressed, " similar lines suppressed)") : "");
+  }
   FinishLocked(queued);
 }
 

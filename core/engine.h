@@ -50,6 +50,7 @@
 #include "core/config.h"
 #include "core/dead_letter.h"
 #include "core/lanes.h"
+#include "core/log.h"
 #include "core/partition_state.h"
 #include "core/record.h"
 #include "core/worker_stream.h"
@@ -324,6 +325,8 @@ class Engine {
   int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   EngineCounters counters_ ABSL_GUARDED_BY(mu_);
   bool dispatching_stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Failures can come once per record: at most 20 lines per 10 s.
+  LogRateLimiter failure_log_limiter_ ABSL_GUARDED_BY(mu_){20, absl::Seconds(10)};
   // Retries waiting out their backoff (their lanes stay busy meanwhile).
   std::multimap<absl::Time, QueuedEvent> retries_ ABSL_GUARDED_BY(mu_);
   // Dead letters being written, by token; and failed writes waiting to retry.

@@ -369,7 +369,7 @@ TEST_F(EngineTest, BackoffGrowsAndHonoursRetryAfter) {
   EXPECT_EQ(stream.held().size(), 1u);
 }
 
-TEST_F(EngineTest, DelivieryIdsCarryTheEpochAndStayUnique) {
+TEST_F(EngineTest, DeliveryIdsCarryTheEpochAndStayUnique) {
   FakeWorkerStream stream("s");
   Connect(stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 1);

@@ -108,4 +108,19 @@ void Log(LogLevel level, absl::string_view component, absl::string_view message)
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
+bool LogRateLimiter::Allow(absl::Time now, int64_t* suppressed) {
+  if (now - window_start_ >= window_) {
+    window_start_ = now;
+    in_window_ = 0;
+  }
+  if (in_window_ >= burst_) {
+    ++suppressed_;
+    return false;
+  }
+  ++in_window_;
+  *suppressed = suppressed_;
+  suppressed_ = 0;
+  return true;
+}
+
 }  // namespace ferry

@@ -10,6 +10,8 @@
 #ifndef FERRY_CORE_LOG_H_
 #define FERRY_CORE_LOG_H_
 
+#include <cstdint>
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +31,25 @@ void SetLogFormat(LogFormat format);
 std::string FormatLogLine(LogFormat format, absl::Time time, LogLevel level,
                           absl::string_view component, absl::string_view message);
 void Log(LogLevel level, absl::string_view component, absl::string_view message);
+
+// Keeps a log line that can repeat per record (a failure, a dead letter)
+// from flooding the log: at most `burst` lines per `window`; the next line
+// after a quiet spell says how many were suppressed. Not thread-safe: guard
+// it with the caller's lock.
+class LogRateLimiter {
+ public:
+  LogRateLimiter(int burst, absl::Duration window) : burst_(burst), window_(window) {}
+  // True if a line may be written at `now`; `suppressed` gets the number of
+  // lines dropped since the last one written.
+  bool Allow(absl::Time now, int64_t* suppressed);
+
+ private:
+  const int burst_;
+  const absl::Duration window_;
+  absl::Time window_start_ = absl::InfinitePast();
+  int in_window_ = 0;
+  int64_t suppressed_ = 0;
+};
 
 template <typename... Args>
 void LogInfo(absl::string_view component, const Args&... args) {

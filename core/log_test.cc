@@ -30,5 +30,18 @@ TEST(LogTest, JsonLineIsOneValidObject) {
   EXPECT_EQ(parsed.at("msg"), message);
 }
 
+TEST(LogRateLimiterTest, AllowsABurstPerWindowAndCountsTheRest) {
+  LogRateLimiter limiter(2, absl::Seconds(10));
+  const absl::Time start = absl::FromUnixSeconds(1000);
+  int64_t suppressed = -1;
+  EXPECT_TRUE(limiter.Allow(start, &suppressed));
+  EXPECT_EQ(suppressed, 0);
+  EXPECT_TRUE(limiter.Allow(start + absl::Seconds(1), &suppressed));
+  EXPECT_FALSE(limiter.Allow(start + absl::Seconds(2), &suppressed));
+  EXPECT_FALSE(limiter.Allow(start + absl::Seconds(3), &suppressed));
+  EXPECT_TRUE(limiter.Allow(start + absl::Seconds(11), &suppressed));
+  EXPECT_EQ(suppressed, 2);
+}
+
 }  // namespace
 }  // namespace ferry
