@@ -29,6 +29,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "core/clock.h"
 #include "core/committer.h"
@@ -94,6 +95,10 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGUSR2);  // internal: ends the signal watcher
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Debian's abseil is built without NDEBUG, so every Mutex lock would pay
+  // for deadlock-cycle detection (about 60 ns, dozens of times per event;
+  // see bench/RESULTS.md). ferry's lock order is simple and reviewed.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage("ferry --config FILE   (see README.md)");
   absl::ParseCommandLine(argc, argv);
 
