@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -109,6 +110,9 @@ class Parser {
   absl::Status GetFailurePolicy(const YAML::Node& node,
                                 const std::string& path, int line,
                                 FailurePolicy* out) const;
+  // `tls:` of server.tls (`server` true) or processors[i].tls.
+  absl::Status GetTls(const YAML::Node& node, const std::string& path,
+                      int line, bool server, TlsFiles* out) const;
 
   std::string source_;
 };
@@ -221,7 +225,36 @@ absl::Status Parser::GetScalar(const YAML::Node& node, const std::string& path,
                  absl::StrCat("expected a single value such as `", example,
                               "`, got ", Describe(node)));
   }
-  *out = node.Scalar();
+  // `${NAME}` takes the environment variable NAME, so one file serves every
+  // replica (e.g. `client.id: ${POD_NAME}` from the downward API).
+  const std::string& text = node.Scalar();
+  std::string expanded;
+  size_t position = 0;
+  while (true) {
+    const size_t open = text.find("${", position);
+    if (open == std::string::npos) break;
+    const size_t close = text.find('}', open + 2);
+    if (close == std::string::npos) {
+      return Error(line, path,
+                   "`${` without a closing `}`; write `${NAME}` to use the "
+                   "environment variable NAME");
+    }
+    const std::string name = text.substr(open + 2, close - open - 2);
+    const char* env = name.empty() ? nullptr : std::getenv(name.c_str());
+    if (env == nullptr) {
+      return Error(line, path,
+                   absl::StrCat("environment variable ", name.empty() ? "\"\"" : name,
+                                " is not set (the value uses `${", name,
+                                "}`); set it or write the value here"));
+    }
+    absl::StrAppend(&expanded, text.substr(position, open - position), env);
+    position = close + 1;
+  }
+  if (position == 0) {
+    *out = text;
+  } else {
+    *out = absl::StrCat(expanded, text.substr(position));
+  }
   return absl::OkStatus();
 }
 
@@ -650,7 +683,7 @@ absl::Status Parser::ParseProcessor(const YAML::Node& node,
       {"name", "target", "event_types", "streams", "max_in_flight",
        "max_batch", "max_batch_bytes", "timeout", "max_attempts",
        "retry_backoff", "retry_backoff_max", "retry_on_timeout", "on_failure",
-       "dead_letter_topic"},
+       "dead_letter_topic", "tls"},
       [&](const std::string& key, const std::string& child, int key_line,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "name") {
@@ -745,6 +778,10 @@ absl::Status Parser::ParseProcessor(const YAML::Node& node,
           return GetNonEmptyString(value, child, value_line,
                                    "dead_letter_topic: orders-dlq",
                                    &processor->dead_letter_topic);
+        }
+        if (key == "tls") {
+          return GetTls(value, child, value_line, /*server=*/false,
+                        &processor->tls);
         }
         return GetDuration(value, child, value_line, /*allow_zero=*/false,
                            "timeout: 30s", &processor->timeout);
@@ -841,7 +878,7 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
   absl::Status status = ForEachField(
       root, "", root_line,
       {"kafka", "topics", "processors", "lanes", "budgets", "commit",
-       "shutdown", "log", "server", "embedded", "failures"},
+       "shutdown", "log", "server", "embedded", "failures", "control"},
       [&](const std::string& key, const std::string& path, int,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "kafka") return ParseKafka(value, value_line, config);
@@ -948,11 +985,43 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
                 return absl::OkStatus();
               });
         }
-        if (key == "server") {
+        if (key == "control") {
           return ForEachField(
-              value, path, value_line, {"listen", "metrics_listen"},
+              value, path, value_line, {"token_file", "topic", "catch_up_timeout"},
               [&](const std::string& k, const std::string& p, int,
                   const YAML::Node& v, int l) -> absl::Status {
+                if (k == "token_file") {
+                  return GetNonEmptyString(v, p, l,
+                                           "token_file: /etc/ferry/token/token",
+                                           &config->control_token_file);
+                }
+                if (k == "catch_up_timeout") {
+                  return GetDuration(v, p, l, /*allow_zero=*/true,
+                                     "catch_up_timeout: 10s",
+                                     &config->control_catch_up_timeout);
+                }
+                absl::Status got = GetNonEmptyString(
+                    v, p, l, "topic: ferry.control.orders", &config->control_topic);
+                if (!got.ok()) return got;
+                if (config->control_topic.size() > 249 ||
+                    config->control_topic.find_first_not_of(
+                        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        "0123456789._-") != std::string::npos) {
+                  return Error(l, p,
+                               "not a valid Kafka topic name (use letters, "
+                               "digits, '.', '_' and '-', at most 249)");
+                }
+                return absl::OkStatus();
+              });
+        }
+        if (key == "server") {
+          return ForEachField(
+              value, path, value_line, {"listen", "metrics_listen", "tls"},
+              [&](const std::string& k, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                if (k == "tls") {
+                  return GetTls(v, p, l, /*server=*/true, &config->server_tls);
+                }
                 if (k == "metrics_listen") {
                   has_metrics_listen = true;
                   if (v.IsScalar() && v.Scalar() == "off") {
@@ -991,6 +1060,26 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
                  "    - name: default\n      target: ipv4:127.0.0.1:50051");
   }
   if (config->kafka.count("group.id") == 0) config->kafka["group.id"] = "ferry";
+  if (config->control_topic.empty()) {
+    // Topic names allow [a-zA-Z0-9._-]; anything else in the group id
+    // becomes '_'.
+    std::string group = config->kafka["group.id"];
+    for (char& c : group) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' &&
+          c != '_' && c != '-') {
+        c = '_';
+      }
+    }
+    config->control_topic = absl::StrCat("ferry.control.", group).substr(0, 249);
+  }
+  for (const TopicConfig& topic : config->topics) {
+    if (topic.name == config->control_topic) {
+      return Error(root_line, "control.topic",
+                   absl::StrCat("\"", topic.name,
+                                "\" is also listed under topics; the control "
+                                "topic must be a topic of its own"));
+    }
+  }
   if (!has_metrics_listen) {
     config->metrics_listen_address =
         DefaultMetricsListenAddress(config->listen_address);
@@ -1021,6 +1110,36 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
                    Child(Index("processors", i), "retry_backoff_max"),
                    "must not be smaller than retry_backoff");
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::GetTls(const YAML::Node& node, const std::string& path,
+                            int line, bool server, TlsFiles* out) const {
+  std::vector<std::string> known = {"cert_file", "key_file"};
+  known.push_back(server ? "client_ca_file" : "ca_file");
+  if (!server) known.push_back("server_name");
+  out->enabled = true;
+  absl::Status status = ForEachField(
+      node, path, line, known,
+      [&](const std::string& k, const std::string& p, int,
+          const YAML::Node& v, int l) -> absl::Status {
+        std::string* field = k == "cert_file"   ? &out->cert_file
+                             : k == "key_file"  ? &out->key_file
+                             : k == "server_name" ? &out->server_name
+                                                  : &out->ca_file;
+        return GetNonEmptyString(v, p, l, absl::StrCat(k, ": /etc/ferry/tls/", k == "key_file" ? "tls.key" : k == "cert_file" ? "tls.crt" : "ca.crt"),
+                                 field);
+      });
+  if (!status.ok()) return status;
+  if (out->cert_file.empty() != out->key_file.empty()) {
+    return Error(line, path,
+                 "cert_file and key_file go together; set both (PEM files)");
+  }
+  if (server && out->cert_file.empty()) {
+    return Error(line, Child(path, "cert_file"),
+                 "missing; a TLS server needs `cert_file` and `key_file` "
+                 "(PEM); remove `tls:` to serve plaintext");
   }
   return absl::OkStatus();
 }

@@ -56,6 +56,22 @@ enum class FailurePolicy {
   kBlock,       // hold its partition (no commit past it) until an operator acts
 };
 
+// PEM files for a TLS endpoint. Empty cert_file: plaintext.
+struct TlsFiles {
+  // Server: this endpoint's certificate chain and private key. Client: the
+  // client certificate and key presented for mTLS (optional).
+  std::string cert_file;
+  std::string key_file;
+  // Server: CA that client certificates must chain to (set: mTLS required).
+  // Client: CA that the server's certificate must chain to (empty: the
+  // system roots).
+  std::string ca_file;
+  // Client only: the name to verify in the server certificate (default: the
+  // target's host).
+  std::string server_name;
+  bool enabled = false;  // the `tls:` section is present
+};
+
 struct ProcessorConfig {
   std::string name;
   // gRPC target: `dns:///svc:port`, `ipv4:127.0.0.1:1,127.0.0.1:2`, `unix:/p`.
@@ -89,6 +105,8 @@ struct ProcessorConfig {
   bool has_on_failure = false;
   FailurePolicy on_failure = FailurePolicy::kSkip;
   std::string dead_letter_topic;
+  // `tls:` for the channel to this processor's workers.
+  TlsFiles tls;
 };
 
 struct Config {
@@ -128,6 +146,20 @@ struct Config {
 
   // ferry's own gRPC server (health now; Control later). Port 0 = pick one.
   std::string listen_address = "127.0.0.1:7070";
+  // TLS for server.listen (Control, health, reflection), `server.tls`.
+  TlsFiles server_tls;
+
+  // Control plane (`control:`). A file holding the bearer token every Control
+  // call must present (`authorization: Bearer <token>`); empty: no token.
+  std::string control_token_file;
+  // The group's control topic (one partition, every replica reads it).
+  // Default: `ferry.control.<group.id>`.
+  std::string control_topic;
+  // How long a replica that was just assigned partitions waits to read the
+  // control topic to its end before fetching them (so a pause or reset
+  // issued elsewhere applies before any record is dispatched).
+  absl::Duration control_catch_up_timeout = absl::Seconds(10);
+
   // Prometheus metrics over HTTP (GET /metrics), `server.metrics_listen`.
   // Unset in the file: server.listen's host with port 9464, or port 0 when
   // server.listen's port is 0 (tests). `off` disables it: empty here.
