@@ -70,24 +70,37 @@ void Engine::OnAssigned(const std::vector<TopicPartition>& partitions) {
     entry.begun.clear();
     entry.start_offset.reset();
     entry.epoch = next_epoch_++;
+    entry.paused = paused_set_.count(tp) > 0;
+    if (entry.paused) ++paused_partitions_;
   }
 }
 
 std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>& partitions) {
   absl::MutexLock lock(&mu_);
   std::vector<CommitPosition> positions;
-  std::map<TopicPartition, bool> revoked;
+  std::set<TopicPartition> revoked;
   for (const TopicPartition& tp : partitions) {
     auto it = partitions_.find(tp);
     if (it == partitions_.end()) continue;
-    revoked[tp] = true;
+    revoked.insert(tp);
     if (it->second.state.CommitOffset().has_value()) {
       positions.push_back({tp, *it->second.state.CommitOffset(), it->second.epoch});
     }
   }
   if (revoked.empty()) return positions;
-  auto is_revoked = [&revoked](const QueuedEvent& queued) {
-    return revoked.count(TopicPartition{queued.event.topic(), queued.event.partition()}) > 0;
+  DropWorkLocked(revoked);
+  for (const TopicPartition& tp : revoked) {
+    if (partitions_[tp].paused) --paused_partitions_;
+    partitions_.erase(tp);
+  }
+  for (int lane = 0; lane < lanes_.count(); ++lane) MarkLaneReadyLocked(lane);
+  DispatchLocked();
+  return positions;
+}
+
+int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
+  auto is_dropped = [&partitions](const QueuedEvent& queued) {
+    return partitions.count(TopicPartition{queued.event.topic(), queued.event.partition()}) > 0;
   };
   int64_t dropped = 0;
   auto release_budget = [this, &dropped](const QueuedEvent& queued) {
@@ -96,12 +109,12 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
     ++dropped;
   };
   for (int lane = 0; lane < lanes_.count(); ++lane) {
-    for (const QueuedEvent& queued : lanes_.RemoveIf(lane, is_revoked)) release_budget(queued);
+    for (const QueuedEvent& queued : lanes_.RemoveIf(lane, is_dropped)) release_budget(queued);
   }
   for (auto& queue : unordered_) {
     std::deque<QueuedEvent> kept;
     for (QueuedEvent& queued : queue) {
-      if (is_revoked(queued)) {
+      if (is_dropped(queued)) {
         release_budget(queued);
       } else {
         kept.push_back(std::move(queued));
@@ -109,11 +122,11 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
     }
     queue.swap(kept);
   }
-  // In-flight deliveries of revoked partitions are forgotten: a late result
+  // In-flight deliveries of these partitions are forgotten: a late result
   // finds no id and is counted as stale. The worker still holds them, so the
   // stream's credit is not given back here.
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    if (is_revoked(it->second.queued)) {
+    if (is_dropped(it->second.queued)) {
       auto stream = streams_.find(it->second.stream_id);
       if (stream != streams_.end()) --stream->second.in_flight;
       ReleaseLaneLocked(it->second.queued);
@@ -124,7 +137,7 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
     }
   }
   for (auto it = retries_.begin(); it != retries_.end();) {
-    if (is_revoked(it->second)) {
+    if (is_dropped(it->second)) {
       if (it->second.lane >= 0) lanes_.RemoveInFlight(it->second.lane);
       release_budget(it->second);
       it = retries_.erase(it);
@@ -133,9 +146,9 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
     }
   }
   // Dead letters in flight for these partitions: their outcome no longer
-  // matters (the new owner re-reads the records), so forget them.
+  // matters (the records are read again), so forget them.
   for (auto it = dead_letters_pending_.begin(); it != dead_letters_pending_.end();) {
-    if (is_revoked(it->second.queued)) {
+    if (is_dropped(it->second.queued)) {
       release_budget(it->second.queued);
       it = dead_letters_pending_.erase(it);
     } else {
@@ -143,21 +156,159 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
     }
   }
   bool unblocked = false;
-  for (const auto& [tp, unused] : revoked) {
+  for (const TopicPartition& tp : partitions) {
     auto it = partitions_.find(tp);
+    if (it == partitions_.end()) continue;
     for (auto& [offset, queued] : it->second.blocked) {
       if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
       release_budget(queued);
       unblocked = true;
     }
-    partitions_.erase(it);
+    it->second.blocked.clear();
+    for (const QueuedEvent& queued : it->second.parked) release_budget(queued);
+    it->second.parked.clear();
+    it->second.buffered = 0;
   }
   if (unblocked) ++blocked_generation_;
   counters_.dropped_on_revoke += dropped;
   if (stats_ != nullptr && dropped > 0) stats_->DroppedOnRevoke(dropped);
+  return dropped;
+}
+
+void Engine::SetPaused(const std::set<TopicPartition>& paused) {
+  absl::MutexLock lock(&mu_);
+  std::set<TopicPartition> newly_paused;
+  std::vector<TopicPartition> resumed;
+  for (auto& [tp, entry] : partitions_) {
+    const bool should_pause = paused.count(tp) > 0;
+    if (should_pause && !entry.paused) newly_paused.insert(tp);
+    if (!should_pause && entry.paused) resumed.push_back(tp);
+    entry.paused = should_pause;
+  }
+  paused_partitions_ = 0;
+  for (const auto& [tp, entry] : partitions_) paused_partitions_ += entry.paused ? 1 : 0;
+  // Partitions assigned later start paused when listed (see OnAssigned).
+  paused_set_ = paused;
+  if (!newly_paused.empty()) {
+    // Park the queued events of newly paused partitions in queue order (per
+    // lane, which keeps each key's order); in-flight events and retries
+    // finish as usual.
+    auto is_paused = [&newly_paused](const QueuedEvent& queued) {
+      return newly_paused.count(TopicPartition{queued.event.topic(), queued.event.partition()}) > 0;
+    };
+    for (int lane = 0; lane < lanes_.count(); ++lane) {
+      for (QueuedEvent& queued : lanes_.RemoveIf(lane, is_paused)) {
+        partitions_[TopicPartition{queued.event.topic(), queued.event.partition()}]
+            .parked.push_back(std::move(queued));
+      }
+      MarkLaneReadyLocked(lane);
+    }
+    for (auto& queue : unordered_) {
+      std::deque<QueuedEvent> kept;
+      for (QueuedEvent& queued : queue) {
+        if (is_paused(queued)) {
+          partitions_[TopicPartition{queued.event.topic(), queued.event.partition()}]
+              .parked.push_back(std::move(queued));
+        } else {
+          kept.push_back(std::move(queued));
+        }
+      }
+      queue.swap(kept);
+    }
+  }
+  for (const TopicPartition& tp : resumed) {
+    std::deque<QueuedEvent> parked;
+    parked.swap(partitions_[tp].parked);
+    for (QueuedEvent& queued : parked) EnqueueLocked(std::move(queued), /*front=*/false);
+  }
+  if (!resumed.empty()) DispatchLocked();
+}
+
+void Engine::ResetPartition(const TopicPartition& tp) {
+  absl::MutexLock lock(&mu_);
+  auto it = partitions_.find(tp);
+  if (it == partitions_.end()) return;
+  DropWorkLocked({tp});
+  PartitionEntry& entry = it->second;
+  entry.state.Clear();
+  entry.last_committed.reset();
+  entry.begun.clear();
+  entry.start_offset.reset();
+  entry.epoch = next_epoch_++;
   for (int lane = 0; lane < lanes_.count(); ++lane) MarkLaneReadyLocked(lane);
   DispatchLocked();
-  return positions;
+}
+
+absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t offset) {
+  absl::MutexLock lock(&mu_);
+  auto entry = partitions_.find(tp);
+  const std::string where = absl::StrCat(tp.ToString(), "@", offset);
+  if (entry == partitions_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(tp.ToString(), " is not assigned to this replica"));
+  }
+  const std::string reason = "skipped by an operator (SkipOffset)";
+  std::optional<QueuedEvent> taken;
+  auto blocked = entry->second.blocked.find(offset);
+  if (blocked != entry->second.blocked.end()) {
+    taken = std::move(blocked->second);
+    entry->second.blocked.erase(blocked);
+    ++blocked_generation_;
+  }
+  if (!taken.has_value()) {
+    for (auto it = in_flight_.begin(); it != in_flight_.end(); ++it) {
+      const QueuedEvent& queued = it->second.queued;
+      if (queued.event.offset() != offset || queued.event.partition() != tp.partition ||
+          queued.event.topic() != tp.topic || queued.epoch != entry->second.epoch) {
+        continue;
+      }
+      auto stream = streams_.find(it->second.stream_id);
+      if (stream != streams_.end()) {
+        --stream->second.in_flight;
+        stream->second.stream->SendCancel({it->first});
+      }
+      taken = std::move(it->second.queued);
+      in_flight_.erase(it);
+      break;
+    }
+  }
+  if (!taken.has_value()) {
+    for (auto it = retries_.begin(); it != retries_.end(); ++it) {
+      if (it->second.event.offset() == offset && it->second.event.partition() == tp.partition &&
+          it->second.event.topic() == tp.topic) {
+        taken = std::move(it->second);
+        retries_.erase(it);
+        break;
+      }
+    }
+  }
+  if (!taken.has_value()) {
+    const std::optional<int64_t> lowest = entry->second.state.LowestUnfinished();
+    std::string state = "it is not in flight";
+    if (lowest.has_value() && offset > *lowest && entry->second.state.Pending() > 0) {
+      state = "it is not in flight (still queued, or not consumed yet)";
+    } else if (!lowest.has_value() || offset < *lowest) {
+      state = "it is already finished or not consumed in this assignment";
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot skip ", where, ": ", state,
+        lowest.has_value() ? absl::StrCat("; the partition's lowest unfinished offset is ", *lowest)
+                           : std::string("; the partition has no unfinished offset")));
+  }
+  const std::string& topic = config_.DeadLetterTopicFor(taken->processor);
+  LogWarn("engine", "operator skips ", where,
+          topic.empty() || dead_letters_ == nullptr ? " (marked done)"
+                                                    : absl::StrCat(" (to ", topic, ")"));
+  ReleaseLaneLocked(*taken);
+  if (!topic.empty() && dead_letters_ != nullptr) {
+    DeadLetterLocked(std::move(*taken), topic, reason);
+    DispatchLocked();
+    return std::string("dead_lettered");
+  }
+  ++counters_.skipped;
+  FinishLocked(*taken);
+  DispatchLocked();
+  return std::string("marked_done");
 }
 
 void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> record_key) {
@@ -434,32 +585,15 @@ void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
   ReleaseLaneLocked(queued);
   const std::string& topic = config_.DeadLetterTopicFor(queued.processor);
   if (policy == FailurePolicy::kDeadLetter && dead_letters_ != nullptr && !topic.empty()) {
-    const uint64_t token = next_dead_letter_token_++;
-    PendingDeadLetter& pending = dead_letters_pending_[token];
-    DeadLetter& letter = pending.letter;
-    letter.dead_letter_topic = topic;
-    letter.source_topic = queued.event.topic();
-    letter.source_partition = queued.event.partition();
-    letter.source_offset = queued.event.offset();
-    letter.key = queued.record_key;
-    letter.payload = queued.event.payload();
-    for (const v1::Header& header : queued.event.headers()) {
-      letter.headers.emplace_back(header.key(), header.value());
-    }
-    letter.timestamp_ms = queued.event.timestamp_ms();
-    letter.error = error;
-    letter.attempts = queued.processor < 0 ? 0 : queued.event.attempt();
-    letter.processor = queued.processor < 0 ? "" : config_.processors[queued.processor].name;
     if (stats_ != nullptr) {
       stats_->TerminalFailure(queued.processor, queued.type_index, FailurePolicy::kDeadLetter);
     }
-    pending.queued = std::move(queued);
     int64_t suppressed = 0;
     if (failure_log_limiter_.Allow(clock_->Now(), &suppressed)) {
       LogWarn("engine", "dead-lettering ", where, " to ", topic, ": ", error,
               suppressed > 0 ? absl::StrCat(" (", suppressed, " similar lines suppressed)") : "");
     }
-    WriteDeadLetterLocked(token);
+    DeadLetterLocked(std::move(queued), topic, error);
     return;
   }
   if (policy == FailurePolicy::kDeadLetter) {
@@ -476,6 +610,28 @@ void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
             suppressed > 0 ? absl::StrCat(" (", suppressed, " similar lines suppressed)") : "");
   }
   FinishLocked(queued);
+}
+
+void Engine::DeadLetterLocked(QueuedEvent queued, const std::string& topic,
+                              const std::string& error) {
+  const uint64_t token = next_dead_letter_token_++;
+  PendingDeadLetter& pending = dead_letters_pending_[token];
+  DeadLetter& letter = pending.letter;
+  letter.dead_letter_topic = topic;
+  letter.source_topic = queued.event.topic();
+  letter.source_partition = queued.event.partition();
+  letter.source_offset = queued.event.offset();
+  letter.key = queued.record_key;
+  letter.payload = queued.event.payload();
+  for (const v1::Header& header : queued.event.headers()) {
+    letter.headers.emplace_back(header.key(), header.value());
+  }
+  letter.timestamp_ms = queued.event.timestamp_ms();
+  letter.error = error;
+  letter.attempts = queued.processor < 0 ? 0 : queued.event.attempt();
+  letter.processor = queued.processor < 0 ? "" : config_.processors[queued.processor].name;
+  pending.queued = std::move(queued);
+  WriteDeadLetterLocked(token);
 }
 
 void Engine::WriteDeadLetterLocked(uint64_t token) {
@@ -692,6 +848,8 @@ EngineSnapshot Engine::Snapshot() const {
       processor.credit += std::max<int64_t>(0, stream.credit);
     }
     processor.in_flight += stream.in_flight;
+    snapshot.streams.push_back(
+        {id, stream.processor, stream.ready, std::max<int64_t>(0, stream.credit), stream.in_flight});
   }
   std::map<TopicPartition, int64_t> in_flight_by_partition;
   for (const auto& [id, flight] : in_flight_) {
@@ -717,6 +875,8 @@ EngineSnapshot Engine::Snapshot() const {
     auto flying = in_flight_by_partition.find(tp);
     partition.in_flight = flying != in_flight_by_partition.end() ? flying->second : 0;
     partition.blocked = !entry.blocked.empty();
+    partition.paused = entry.paused;
+    partition.parked = static_cast<int64_t>(entry.parked.size());
     snapshot.blocked_events += static_cast<int64_t>(entry.blocked.size());
     snapshot.partitions.push_back(std::move(partition));
   }
@@ -724,6 +884,7 @@ EngineSnapshot Engine::Snapshot() const {
     const int64_t size = static_cast<int64_t>(lanes_.size(lane));
     snapshot.queued_events += size;
     snapshot.longest_lane = std::max(snapshot.longest_lane, size);
+    if (size > 0 || lanes_.busy(lane)) ++snapshot.lanes_in_use;
   }
   for (const auto& queue : unordered_) snapshot.queued_events += static_cast<int64_t>(queue.size());
   snapshot.delayed_events = static_cast<int64_t>(retries_.size());
@@ -732,6 +893,17 @@ EngineSnapshot Engine::Snapshot() const {
 }
 
 void Engine::EnqueueLocked(QueuedEvent queued, bool front) {
+  if (paused_partitions_ > 0) {
+    auto it = partitions_.find(TopicPartition{queued.event.topic(), queued.event.partition()});
+    if (it != partitions_.end() && it->second.paused) {
+      if (front) {
+        it->second.parked.push_front(std::move(queued));
+      } else {
+        it->second.parked.push_back(std::move(queued));
+      }
+      return;
+    }
+  }
   if (queued.lane < 0) {
     auto& queue = unordered_[queued.processor];
     if (front) {

@@ -38,12 +38,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/clock.h"
@@ -116,6 +118,16 @@ struct PartitionSnapshot {
   int64_t buffered = 0;   // consumed and unfinished (queued, delayed, in flight, held)
   int64_t in_flight = 0;  // at a worker, waiting for its result
   bool blocked = false;   // held by an `on_failure: block` failure
+  bool paused = false;    // paused by an operator (SetPaused)
+  int64_t parked = 0;     // queued events set aside while paused
+};
+
+struct StreamSnapshot {
+  int64_t id = 0;
+  int processor = 0;  // index into Config::processors
+  bool ready = false;
+  int64_t credit = 0;
+  int64_t in_flight = 0;
 };
 
 struct ProcessorSnapshot {
@@ -143,6 +155,9 @@ struct EngineSnapshot {
   int64_t dead_letters_pending = 0;
   // Indexed like Config::processors.
   std::vector<ProcessorSnapshot> processors;
+  std::vector<StreamSnapshot> streams;
+  // Key lanes holding queued or in-flight events.
+  int64_t lanes_in_use = 0;
 };
 
 class Engine {
@@ -195,6 +210,23 @@ class Engine {
   // terminal failure, or a retry with retry_on_timeout) and re-queues
   // retries whose backoff is over.
   void OnTimer();
+
+  // ---- Operator control (the consumer's poll thread) ----
+  // The partitions an operator paused (the whole set; partitions assigned
+  // later start paused when in it). Queued events of a paused partition are
+  // set aside and not dispatched; in-flight events and retries finish and
+  // commit. Resuming queues the set-aside events again in their order.
+  void SetPaused(const std::set<TopicPartition>& paused);
+  // Offset reset: drops every queued, in-flight, retrying and held event of
+  // the partition (late results become stale) and starts a new epoch, so the
+  // next record accepted may have any offset. The caller seeks and commits.
+  void ResetPartition(const TopicPartition& partition);
+  // Gives up on one stuck event (in flight, retrying or held by a `block`
+  // failure): its worker gets a Cancel, and the event goes to the dead-letter
+  // topic when one is configured ("dead_lettered"), else it is marked done
+  // ("marked_done"). FailedPrecondition when the offset is not in one of
+  // those states on this replica.
+  absl::StatusOr<std::string> SkipOffset(const TopicPartition& partition, int64_t offset);
 
   // Partitions held by a `block` failure; the consumer pauses them.
   std::vector<TopicPartition> BlockedPartitions() const;
@@ -259,6 +291,9 @@ class Engine {
     // is the commit blocker.
     std::deque<std::pair<int64_t, absl::Time>> begun;
     std::optional<int64_t> start_offset;
+    // Operator pause: queued events set aside (in queue order) until resumed.
+    bool paused = false;
+    std::deque<QueuedEvent> parked;
   };
   struct StreamEntry {
     WorkerStream* stream = nullptr;
@@ -279,7 +314,15 @@ class Engine {
   // lane must already be released (except for block, which keeps it).
   void FailLocked(QueuedEvent queued, const std::string& error)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the event to `topic`; it is finished once Kafka acknowledges. The
+  // caller has released its lane.
+  void DeadLetterLocked(QueuedEvent queued, const std::string& topic, const std::string& error)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WriteDeadLetterLocked(uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops all work of these partitions (revoke, reset); returns how many
+  // events were dropped.
+  int64_t DropWorkLocked(const std::set<TopicPartition>& partitions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnDeadLetterWritten(uint64_t token, absl::Status status);
   // RETRY (or a retried timeout): backoff at the head of its lane, or a
   // terminal failure once attempts are used up.
@@ -325,6 +368,10 @@ class Engine {
   int64_t buffered_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   EngineCounters counters_ ABSL_GUARDED_BY(mu_);
   bool dispatching_stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Operator pauses: the requested set and how many assigned partitions are
+  // paused (0 keeps the enqueue path free of lookups).
+  std::set<TopicPartition> paused_set_ ABSL_GUARDED_BY(mu_);
+  int paused_partitions_ ABSL_GUARDED_BY(mu_) = 0;
   // Failures can come once per record: at most 20 lines per 10 s.
   LogRateLimiter failure_log_limiter_ ABSL_GUARDED_BY(mu_){20, absl::Seconds(10)};
   // Retries waiting out their backoff (their lanes stay busy meanwhile).

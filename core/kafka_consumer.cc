@@ -265,9 +265,12 @@ void KafkaConsumer::HandleMessage(RdKafka::Message& message) {
 
 void KafkaConsumer::UpdateFlowControl() {
   const uint64_t blocked_generation = engine_->BlockedGeneration();
-  if (blocked_generation != blocked_generation_) {
+  const uint64_t control_generation = control_ != nullptr ? control_->Generation() : 0;
+  if (blocked_generation != blocked_generation_ || control_generation != control_generation_) {
     blocked_generation_ = blocked_generation;
-    UpdateBlocked();
+    control_generation_ = control_generation;
+    UpdateHeld();
+    ApplyControlCommands();
   }
   if (stop_fetching_) {
     if (!paused_) {
@@ -286,35 +289,105 @@ void KafkaConsumer::UpdateFlowControl() {
   }
 }
 
-void KafkaConsumer::UpdateBlocked() {
-  std::set<TopicPartition> blocked;
-  for (const TopicPartition& tp : engine_->BlockedPartitions()) blocked.insert(tp);
-  std::vector<TopicPartition> newly_blocked;
-  std::vector<TopicPartition> unblocked;
-  for (const TopicPartition& tp : blocked) {
-    if (blocked_.count(tp) == 0) newly_blocked.push_back(tp);
+void KafkaConsumer::UpdateHeld() {
+  // Held = blocked by a failure or paused by an operator: not fetched.
+  std::set<TopicPartition> held;
+  for (const TopicPartition& tp : engine_->BlockedPartitions()) held.insert(tp);
+  if (control_ != nullptr) {
+    const std::set<TopicPartition> paused = control_->Paused(assignment_);
+    if (paused != operator_paused_) {
+      std::vector<TopicPartition> newly;
+      for (const TopicPartition& tp : paused) {
+        if (operator_paused_.count(tp) == 0) newly.push_back(tp);
+      }
+      if (!newly.empty()) LogInfo("consumer", "paused by operator: ", DescribePartitions(newly));
+      operator_paused_ = paused;
+      engine_->SetPaused(operator_paused_);
+    }
+    held.insert(operator_paused_.begin(), operator_paused_.end());
   }
-  for (const TopicPartition& tp : blocked_) {
-    if (blocked.count(tp) == 0) unblocked.push_back(tp);
+  std::vector<TopicPartition> newly_held;
+  std::vector<TopicPartition> released;
+  for (const TopicPartition& tp : held) {
+    if (held_.count(tp) == 0) newly_held.push_back(tp);
   }
-  blocked_.swap(blocked);
+  for (const TopicPartition& tp : held_) {
+    if (held.count(tp) == 0) released.push_back(tp);
+  }
+  held_.swap(held);
   PublishPauseState();
-  if (!newly_blocked.empty()) {
-    RdPartitionList list(newly_blocked);
+  if (!newly_held.empty()) {
+    RdPartitionList list(newly_held);
     consumer_->pause(list.get());
-    LogWarn("consumer", "paused blocked partitions: ", DescribePartitions(newly_blocked));
+    LogInfo("consumer", "stopped fetching held partitions: ", DescribePartitions(newly_held));
   }
-  if (!unblocked.empty() && !paused_) {
-    RdPartitionList list(unblocked);
+  if (!released.empty() && !paused_) {
+    RdPartitionList list(released);
     consumer_->resume(list.get());
-    LogInfo("consumer", "resumed unblocked partitions: ", DescribePartitions(unblocked));
+    LogInfo("consumer", "resumed released partitions: ", DescribePartitions(released));
+  }
+}
+
+void KafkaConsumer::ReportReset(const ControlLog::PendingReset& reset, const absl::Status& status) {
+  if (stats_ != nullptr) stats_->Commit(status.ok());
+  v1::internal::CommandResult result;
+  result.set_command_id(reset.command_id);
+  result.set_topic(reset.partition.topic);
+  result.set_partition(reset.partition.partition);
+  result.set_ok(status.ok());
+  if (status.ok()) {
+    LogInfo("consumer", "reset ", reset.partition.ToString(), " to offset ", reset.offset,
+            " (command ", reset.command_id, ")");
+  } else {
+    result.set_error(std::string(status.message()));
+    LogError("consumer", "reset ", reset.partition.ToString(), " to ", reset.offset,
+             " failed: ", status.ToString());
+  }
+  absl::Status reported = control_->ReportResult(std::move(result));
+  if (!reported.ok()) {
+    LogWarn("consumer", "could not record the reset result: ", reported.ToString());
+  }
+}
+
+void KafkaConsumer::ApplyControlCommands() {
+  if (control_ == nullptr || assignment_.empty()) return;
+  for (const ControlLog::PendingReset& reset : control_->PendingResets(assignment_)) {
+    // Drop the partition's work (new epoch: late results are stale), move
+    // the fetch position, then commit it so the group agrees even if this
+    // replica dies before committing anything else.
+    engine_->ResetPartition(reset.partition);
+    std::unique_ptr<RdKafka::TopicPartition> target(RdKafka::TopicPartition::create(
+        reset.partition.topic, reset.partition.partition, reset.offset));
+    absl::Status status = KafkaErrorToStatus(consumer_->seek(*target, 10000), "seek");
+    if (status.ok()) {
+      std::vector<RdKafka::TopicPartition*> list{target.get()};
+      status = KafkaErrorToStatus(consumer_->commitSync(list), "commit");
+    }
+    ReportReset(reset, status);
+  }
+  for (const ControlLog::PendingSkip& skip : control_->PendingSkips(assignment_)) {
+    v1::internal::CommandResult result;
+    result.set_command_id(skip.command_id);
+    result.set_topic(skip.partition.topic);
+    result.set_partition(skip.partition.partition);
+    absl::StatusOr<std::string> outcome = engine_->SkipOffset(skip.partition, skip.offset);
+    result.set_ok(outcome.ok());
+    if (outcome.ok()) {
+      result.set_outcome(*outcome);
+    } else {
+      result.set_error(std::string(outcome.status().message()));
+    }
+    absl::Status reported = control_->ReportResult(std::move(result));
+    if (!reported.ok()) {
+      LogWarn("consumer", "could not record the skip result: ", reported.ToString());
+    }
   }
 }
 
 void KafkaConsumer::PublishPauseState() {
   absl::MutexLock lock(&assignment_mu_);
   paused_copy_ = paused_;
-  blocked_copy_ = blocked_;
+  held_copy_ = held_;
 }
 
 void KafkaConsumer::PauseAll() {
@@ -333,7 +406,7 @@ void KafkaConsumer::ResumeAll() {
   PublishPauseState();
   std::vector<TopicPartition> resumable;
   for (const TopicPartition& tp : assignment_) {
-    if (blocked_.count(tp) == 0) resumable.push_back(tp);
+    if (held_.count(tp) == 0) resumable.push_back(tp);
   }
   if (resumable.empty()) return;
   RdPartitionList list(resumable);
@@ -348,6 +421,26 @@ void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partit
   const std::vector<TopicPartition> assigned = ToTopicPartitions(partitions);
   if (stats_ != nullptr) stats_->Assigned();
   engine_->OnAssigned(assigned);
+  // Read every operator command issued so far before fetching: a partition
+  // paused or reset elsewhere must not run on from its old state here. A
+  // pending reset becomes the partition's start offset.
+  std::vector<ControlLog::PendingReset> resets;
+  if (control_ != nullptr) {
+    absl::Status caught_up = control_->CatchUp(config_.control_catch_up_timeout);
+    if (!caught_up.ok()) {
+      LogWarn("consumer", "control topic not read to its end (", caught_up.ToString(),
+              "); commands issued meanwhile apply when they are read");
+    }
+    resets = control_->PendingResets(assigned);
+    for (const ControlLog::PendingReset& reset : resets) {
+      for (RdKafka::TopicPartition* partition : partitions) {
+        if (partition->topic() == reset.partition.topic &&
+            partition->partition() == reset.partition.partition) {
+          partition->set_offset(reset.offset);
+        }
+      }
+    }
+  }
   RdKafka::Error* error = nullptr;
   RdKafka::ErrorCode code = RdKafka::ERR_NO_ERROR;
   if (incremental) {
@@ -379,6 +472,20 @@ void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partit
     assignment_copy_ = assignment_;
   }
   LogInfo("consumer", "assigned: ", DescribePartitions(assigned));
+  if (control_ != nullptr) {
+    for (const ControlLog::PendingReset& reset : resets) {
+      std::unique_ptr<RdKafka::TopicPartition> target(RdKafka::TopicPartition::create(
+          reset.partition.topic, reset.partition.partition, reset.offset));
+      std::vector<RdKafka::TopicPartition*> list{target.get()};
+      absl::Status status = KafkaErrorToStatus(consumer_->commitSync(list), "commit");
+      ReportReset(reset, status);
+    }
+    // The new partitions were just resumed above; UpdateHeld pauses the
+    // held ones among them again.
+    for (const TopicPartition& tp : assigned) held_.erase(tp);
+    UpdateHeld();
+    ApplyControlCommands();
+  }
 }
 
 void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions,
@@ -409,9 +516,14 @@ void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partit
     if (!gone) kept.push_back(tp);
   }
   assignment_.swap(kept);
+  for (const TopicPartition& tp : revoked) {
+    held_.erase(tp);
+    operator_paused_.erase(tp);
+  }
   {
     absl::MutexLock lock(&assignment_mu_);
     assignment_copy_ = assignment_;
+    held_copy_ = held_;
   }
   LogInfo("consumer", "revoked: ", DescribePartitions(revoked));
 }
@@ -478,15 +590,30 @@ std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
 
 namespace ferry {
 
+absl::StatusOr<std::map<TopicPartition, int64_t>> KafkaConsumer::Committed(
+    const std::vector<TopicPartition>& partitions, absl::Duration timeout) const {
+  std::map<TopicPartition, int64_t> committed;
+  if (partitions.empty()) return committed;
+  RdPartitionList list(partitions);
+  const RdKafka::ErrorCode err = consumer_->committed(
+      list.get(), static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+  if (err != RdKafka::ERR_NO_ERROR) return KafkaErrorToStatus(err, "committed offsets");
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    const int64_t offset = list.get()[i]->offset();
+    committed[partitions[i]] = offset >= 0 ? offset : -1;
+  }
+  return committed;
+}
+
 std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const {
   std::vector<TopicPartition> assignment;
   bool paused;
-  std::set<TopicPartition> blocked;
+  std::set<TopicPartition> held;
   {
     absl::MutexLock lock(&assignment_mu_);
     assignment = assignment_copy_;
     paused = paused_copy_;
-    blocked = blocked_copy_;
+    held = held_copy_;
   }
   std::map<TopicPartition, PartitionFetchState> result;
   if (assignment.empty()) return result;
@@ -505,7 +632,7 @@ std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const
       const int64_t position = positions.get()[i]->offset();
       state.position = position >= 0 ? position : -1;
     }
-    state.paused = paused || blocked.count(tp) > 0;
+    state.paused = paused || held.count(tp) > 0;
   }
   return result;
 }

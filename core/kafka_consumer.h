@@ -30,6 +30,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/config.h"
 #include "core/consumer_stats.h"
+#include "core/control_log.h"
 #include "core/decoder.h"
 #include "core/engine.h"
 #include "core/offset_committer.h"
@@ -54,6 +55,10 @@ class KafkaConsumer final : public OffsetCommitter {
                                                                ConsumerStats* stats = nullptr);
   ~KafkaConsumer() override;
 
+  // Operator commands (pause, resume, reset, skip) from the control topic;
+  // set before Start. Without it the consumer only follows its engine.
+  void SetControlLog(ControlLog* control) { control_ = control; }
+
   // Subscribes to the configured topics and starts the poll thread.
   absl::Status Start();
   // Pauses every assigned partition (and any assigned later) but keeps
@@ -70,6 +75,10 @@ class KafkaConsumer final : public OffsetCommitter {
   // High watermark per assigned partition, from librdkafka's cache (no broker
   // round trip); -1 when not known yet.
   std::map<TopicPartition, int64_t> HighWatermarks() const;
+  // The group's committed offsets (-1: none) of any partitions, asked from
+  // the group coordinator.
+  absl::StatusOr<std::map<TopicPartition, int64_t>> Committed(
+      const std::vector<TopicPartition>& partitions, absl::Duration timeout) const;
   // End offset, fetch position and pause state per assigned partition.
   std::map<TopicPartition, PartitionFetchState> FetchStates() const;
 
@@ -92,9 +101,12 @@ class KafkaConsumer final : public OffsetCommitter {
   absl::Status CommitOnPollThread(const std::vector<CommitPosition>& positions);
   // Poll thread: runs the commits other threads asked for.
   void ServeCommitRequests();
-  // Pauses partitions the engine reports blocked (and resumes ones no
-  // longer blocked).
-  void UpdateBlocked();
+  // Pauses partitions the engine reports blocked or an operator paused (and
+  // resumes ones no longer held).
+  void UpdateHeld();
+  // Applies pending resets and skips of owned partitions and reports them.
+  void ApplyControlCommands();
+  void ReportReset(const ControlLog::PendingReset& reset, const absl::Status& status);
 
   const Config config_;
   Engine* const engine_;
@@ -111,8 +123,11 @@ class KafkaConsumer final : public OffsetCommitter {
   // Poll-thread state.
   bool paused_ = false;
   std::vector<TopicPartition> assignment_;
-  std::set<TopicPartition> blocked_;
+  std::set<TopicPartition> held_;
+  std::set<TopicPartition> operator_paused_;
   uint64_t blocked_generation_ = 0;
+  ControlLog* control_ = nullptr;
+  uint64_t control_generation_ = 0;
   struct CommitRequest {
     std::vector<CommitPosition> positions;
     absl::Status status;
@@ -126,7 +141,7 @@ class KafkaConsumer final : public OffsetCommitter {
   mutable absl::Mutex assignment_mu_;
   std::vector<TopicPartition> assignment_copy_ ABSL_GUARDED_BY(assignment_mu_);
   bool paused_copy_ ABSL_GUARDED_BY(assignment_mu_) = false;
-  std::set<TopicPartition> blocked_copy_ ABSL_GUARDED_BY(assignment_mu_);
+  std::set<TopicPartition> held_copy_ ABSL_GUARDED_BY(assignment_mu_);
 };
 
 }  // namespace ferry

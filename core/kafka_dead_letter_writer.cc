@@ -8,26 +8,6 @@
 #include "core/log.h"
 
 namespace ferry {
-namespace {
-
-// Consumer-only properties a producer would warn about; the rest of the
-// `kafka:` map (brokers, security, client.id, ...) applies to both.
-bool IsConsumerOnly(const std::string& name) {
-  static const char* const kConsumerOnly[] = {
-      "group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
-      "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store",
-      "auto.commit.interval.ms", "partition.assignment.strategy", "max.poll.interval.ms",
-      "fetch.wait.max.ms", "fetch.min.bytes", "fetch.max.bytes", "fetch.message.max.bytes",
-      "queued.min.messages", "queued.max.messages.kbytes", "enable.partition.eof",
-      "isolation.level", "check.crcs", "group.protocol.type", "coordinator.query.interval.ms",
-      "fetch.error.backoff.ms"};
-  for (const char* property : kConsumerOnly) {
-    if (name == property) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 class KafkaDeadLetterWriter::DeliveryHandler final : public RdKafka::DeliveryReportCb {
  public:
@@ -50,7 +30,7 @@ absl::StatusOr<std::unique_ptr<KafkaDeadLetterWriter>> KafkaDeadLetterWriter::Cr
   std::string error;
   std::map<std::string, std::string> properties;
   for (const auto& [name, value] : kafka) {
-    if (!IsConsumerOnly(name)) properties[name] = value;
+    if (!IsConsumerOnlyProperty(name)) properties[name] = value;
   }
   // No loss: every write acknowledged by all in-sync replicas, no duplicates
   // from retries; librdkafka retries until message.timeout.ms.

@@ -29,4 +29,20 @@ absl::Status KafkaErrorToStatus(RdKafka::ErrorCode code, absl::string_view conte
   }
 }
 
+bool IsConsumerOnlyProperty(const std::string& name) {
+  static const char* const kConsumerOnly[] = {
+      "group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
+      "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store",
+      "auto.commit.interval.ms", "partition.assignment.strategy", "max.poll.interval.ms",
+      "fetch.wait.max.ms", "fetch.min.bytes", "fetch.max.bytes", "fetch.message.max.bytes",
+      "queued.min.messages", "queued.max.messages.kbytes", "enable.partition.eof",
+      "isolation.level", "check.crcs", "group.protocol.type", "coordinator.query.interval.ms",
+      "fetch.error.backoff.ms"};
+  for (const char* property : kConsumerOnly) {
+    if (name == property) return true;
+  }
+  return false;
+}
+
+
 }  // namespace ferry

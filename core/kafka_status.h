@@ -8,12 +8,19 @@
 
 #include <librdkafka/rdkafkacpp.h>
 
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace ferry {
 
 absl::Status KafkaErrorToStatus(RdKafka::ErrorCode code, absl::string_view context);
+
+// True for librdkafka properties only a consumer understands; ferry's
+// producers (dead letters, control topic) leave them out of the `kafka:` map
+// they share with the consumer, so librdkafka does not warn about them.
+bool IsConsumerOnlyProperty(const std::string& name);
 
 }  // namespace ferry
 

@@ -34,6 +34,16 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Create(
   return self;
 }
 
+absl::Status EmbeddedCluster::CreateTopic(const std::string& topic, int partitions) {
+  const rd_kafka_resp_err_t created =
+      rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1);
+  if (created != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::InternalError(absl::StrCat("embedded cluster: creating topic ", topic, ": ",
+                                            rd_kafka_err2str(created)));
+  }
+  return absl::OkStatus();
+}
+
 EmbeddedCluster::~EmbeddedCluster() {
   if (cluster_ != nullptr) rd_kafka_mock_cluster_destroy(cluster_);
   if (handle_ != nullptr) rd_kafka_destroy(handle_);

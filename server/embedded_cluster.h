@@ -27,6 +27,9 @@ class EmbeddedCluster {
       const std::vector<std::string>& topics, int partitions);
   ~EmbeddedCluster();
 
+  // Creates one more topic (the mock cluster has no CreateTopics controller).
+  absl::Status CreateTopic(const std::string& topic, int partitions);
+
   // "127.0.0.1:PORT", for bootstrap.servers.
   const std::string& bootstrap_servers() const { return bootstrap_servers_; }
 

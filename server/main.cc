@@ -19,7 +19,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <iterator>
 #include <thread>
 #include <fstream>
 #include <memory>
@@ -28,6 +31,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -38,9 +42,11 @@
 #include "core/decoder.h"
 #include "core/engine.h"
 #include "core/engine_stats.h"
+#include "core/control_log.h"
 #include "core/kafka_consumer.h"
 #include "core/kafka_dead_letter_writer.h"
 #include "core/log.h"
+#include "server/control_service.h"
 #include "server/embedded_cluster.h"
 #include "server/metrics.h"
 #include "server/progress_reporter.h"
@@ -77,6 +83,24 @@ std::string InstanceName() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
   return absl::StrCat(host, "/", getpid());
+}
+
+// The bearer token Control calls must present (control.token_file), with
+// surrounding whitespace (a trailing newline) removed.
+absl::StatusOr<std::string> ReadControlToken(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("control.token_file: cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("control.token_file: ", path, " is empty; put the token in it"));
+  }
+  return token;
 }
 
 int WaitForSignal(const sigset_t& signals) {
@@ -127,6 +151,12 @@ int Run(int argc, char** argv) {
                  std::string(decoder.status().message()).c_str());
     return kExitConfigError;
   }
+  absl::StatusOr<std::string> control_token = ReadControlToken(config.control_token_file);
+  if (!control_token.ok()) {
+    std::fprintf(stderr, "ferry: invalid config: %s\n",
+                 std::string(control_token.status().message()).c_str());
+    return kExitConfigError;
+  }
   if (absl::GetFlag(FLAGS_check_config)) {
     std::printf("config OK: %zu topics, %zu processors\n", config.topics.size(),
                 config.processors.size());
@@ -144,6 +174,11 @@ int Run(int argc, char** argv) {
       return kExitStartupError;
     }
     cluster = *std::move(created);
+    absl::Status control_topic = cluster->CreateTopic(config.control_topic, 1);
+    if (!control_topic.ok()) {
+      LogError("ferry", control_topic.ToString());
+      return kExitStartupError;
+    }
     config.kafka["bootstrap.servers"] = cluster->bootstrap_servers();
     // The mock cluster waits session.timeout.ms - 1s in a rebalance; keep it
     // short so the demo starts in seconds.
@@ -160,6 +195,17 @@ int Run(int argc, char** argv) {
       LogError("ferry", "cannot write embedded.bootstrap_file ", config.embedded_bootstrap_file);
       return kExitStartupError;
     }
+  }
+
+  // The replica's name in the group (and in control records): client.id,
+  // by default host and pid (in Kubernetes, set it from the pod name).
+  config.kafka.emplace("client.id", absl::StrCat("ferry-", InstanceName()));
+  absl::StatusOr<std::unique_ptr<ControlLog>> control =
+      ControlLog::Create(config, config.kafka["client.id"]);
+  if (!control.ok()) {
+    std::fprintf(stderr, "ferry: invalid config: %s\n",
+                 std::string(control.status().message()).c_str());
+    return kExitConfigError;
   }
 
   // Dead letters: one no-loss producer when any failure policy uses them.
@@ -196,20 +242,34 @@ int Run(int argc, char** argv) {
     return kExitConfigError;
   }
 
-  // ferry's own gRPC server: health now (Control comes later), with
-  // reflection so grpcurl works.
+  // Operator commands: read the group's control topic before anything is
+  // fetched, so a pause issued earlier holds from the first record.
+  absl::Status control_started = (*control)->Start();
+  if (!control_started.ok()) {
+    LogError("ferry", "cannot use the control topic: ", control_started.ToString());
+    return kExitStartupError;
+  }
+  (*consumer)->SetControlLog(control->get());
+
+  // ferry's own gRPC server: Control, health and reflection (so grpcurl
+  // can list and call everything).
+  ControlService control_service(config, &engine, consumer->get(), control->get(),
+                                 *control_token);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(config.listen_address, grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(&control_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     LogError("ferry", "cannot listen on ", config.listen_address,
              " (server.listen): address in use or invalid");
     return kExitStartupError;
   }
-  LogInfo("ferry", "serving health on port ", bound_port);
+  LogInfo("ferry", "serving Control, health and reflection on port ", bound_port,
+          control_token->empty() ? " (no Control token: control.token_file unset)"
+                                 : " (Control requires a bearer token)");
 
   KafkaConsumer* consumer_ptr = consumer->get();
   std::unique_ptr<MetricsServer> metrics;
@@ -244,6 +304,7 @@ int Run(int argc, char** argv) {
     LogError("ferry", "cannot start consumer: ", started.ToString());
     workers.Stop();
     server->Shutdown();
+    (*control)->Stop();
     return kExitStartupError;
   }
   Committer committer(&engine, consumer->get(), config.commit_interval);
@@ -300,6 +361,7 @@ int Run(int argc, char** argv) {
   if (dead_letters != nullptr) dead_letters->Stop();
   workers.Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  (*control)->Stop();      // after the last Control call and the consumer
   metrics_stopper.join();  // no scrape reads the consumer after this
   consumer->reset();
   cluster.reset();

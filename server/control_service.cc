@@ -1,0 +1,409 @@
+#include "server/control_service.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "core/log.h"
+
+namespace ferry {
+namespace {
+
+constexpr absl::Duration kKafkaTimeout = absl::Seconds(10);
+constexpr absl::Duration kAppendTimeout = absl::Seconds(15);
+constexpr absl::Duration kDefaultResetWait = absl::Seconds(15);
+constexpr absl::Duration kDefaultSkipWait = absl::Seconds(10);
+// Record timestamps may run slightly ahead of this machine's clock.
+constexpr absl::Duration kClockSkew = absl::Seconds(60);
+
+absl::Duration WaitFrom(int64_t wait_ms, absl::Duration fallback) {
+  if (wait_ms <= 0) return fallback;
+  return std::min(absl::Milliseconds(wait_ms), absl::Minutes(5));
+}
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+ControlService::ControlService(const Config& config, Engine* engine, KafkaConsumer* consumer,
+                               ControlLog* control, std::string token)
+    : config_(config),
+      engine_(engine),
+      consumer_(consumer),
+      control_(control),
+      token_(std::move(token)) {}
+
+absl::Status ControlService::Authorize(const grpc::ServerContext& context) const {
+  if (token_.empty()) return absl::OkStatus();
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    return absl::UnauthenticatedError(
+        "this ferry requires a bearer token: send `authorization: Bearer <token>` metadata "
+        "(ferryctl --token_file, grpcurl -H 'authorization: Bearer ...')");
+  }
+  const std::string presented(it->second.data(), it->second.size());
+  // Compare every byte whatever the outcome, so timing does not reveal how
+  // much of a guess was right.
+  const std::string expected = absl::StrCat("Bearer ", token_);
+  unsigned char difference = presented.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const unsigned char c = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
+    difference |= static_cast<unsigned char>(c ^ static_cast<unsigned char>(expected[i]));
+  }
+  if (difference != 0) return absl::UnauthenticatedError("wrong bearer token");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> ControlService::SelectPartitions(
+    const std::string& topic, const std::vector<int32_t>& partitions) {
+  bool consumed = false;
+  std::vector<std::string> topics;
+  for (const TopicConfig& t : config_.topics) {
+    consumed = consumed || t.name == topic;
+    topics.push_back(t.name);
+  }
+  if (!consumed) {
+    return absl::NotFoundError(absl::StrCat("topic \"", topic,
+                                            "\" is not consumed by ferry (its topics: ",
+                                            absl::StrJoin(topics, ", "), ")"));
+  }
+  absl::StatusOr<int32_t> count = control_->PartitionCount(topic, kKafkaTimeout);
+  if (!count.ok()) return count.status();
+  std::vector<int32_t> selected;
+  if (partitions.empty()) {
+    for (int32_t p = 0; p < *count; ++p) selected.push_back(p);
+    return selected;
+  }
+  std::set<int32_t> seen;
+  for (int32_t p : partitions) {
+    if (p < 0 || p >= *count) {
+      return absl::InvalidArgumentError(absl::StrCat("partition ", p, " is out of range: topic ",
+                                                     topic, " has partitions 0..", *count - 1));
+    }
+    if (seen.insert(p).second) selected.push_back(p);
+  }
+  return selected;
+}
+
+absl::StatusOr<int64_t> ControlService::ChangePause(bool paused, bool all,
+                                                    const std::string& topic,
+                                                    const std::vector<int32_t>& partitions,
+                                                    std::vector<TopicPartition>* selected) {
+  const char* verb = paused ? "pause" : "resume";
+  if (all && (!topic.empty() || !partitions.empty())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("set either all=true or a topic (with optional partitions) to ", verb,
+                     ", not both"));
+  }
+  if (!all && topic.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "empty request: say what to ", verb, ": all=true, or a topic (and optionally partitions)"));
+  }
+  v1::internal::ControlLogRecord record;
+  v1::internal::PauseChange* change = record.mutable_pause();
+  change->set_paused(paused);
+  change->set_all(all);
+  if (all) {
+    for (const TopicConfig& t : config_.topics) {
+      absl::StatusOr<std::vector<int32_t>> ids = SelectPartitions(t.name, {});
+      if (!ids.ok()) return ids.status();
+      for (int32_t p : *ids) selected->push_back({t.name, p});
+    }
+  } else {
+    absl::StatusOr<std::vector<int32_t>> ids = SelectPartitions(topic, partitions);
+    if (!ids.ok()) return ids.status();
+    change->set_topic(topic);
+    for (int32_t p : partitions) change->add_partitions(p);
+    for (int32_t p : *ids) selected->push_back({topic, p});
+  }
+  absl::StatusOr<int64_t> offset = control_->Append(std::move(record), kAppendTimeout);
+  if (!offset.ok()) return offset.status();
+  // Answer once this replica follows the change too.
+  absl::Status read = control_->WaitRead(*offset + 1, kAppendTimeout);
+  if (!read.ok()) LogWarn("control", verb, " recorded but not read back yet: ", read.ToString());
+  LogInfo("control", verb, " ", all ? std::string("all") : topic,
+          partitions.empty() ? "" : absl::StrCat("/", absl::StrJoin(partitions, ",")),
+          " (control offset ", *offset, ")");
+  return *offset;
+}
+
+grpc::Status ControlService::Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
+                                   v1::PauseResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
+  std::vector<TopicPartition> selected;
+  absl::StatusOr<int64_t> offset =
+      ChangePause(true, request->all(), request->topic(),
+                  {request->partitions().begin(), request->partitions().end()}, &selected);
+  if (!offset.ok()) return ToGrpcStatus(offset.status());
+  for (const TopicPartition& tp : selected) {
+    v1::PartitionRef* ref = response->add_partitions();
+    ref->set_topic(tp.topic);
+    ref->set_partition(tp.partition);
+  }
+  response->set_control_offset(*offset);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::Resume(grpc::ServerContext* context,
+                                    const v1::ResumeRequest* request,
+                                    v1::ResumeResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
+  std::vector<TopicPartition> selected;
+  absl::StatusOr<int64_t> offset =
+      ChangePause(false, request->all(), request->topic(),
+                  {request->partitions().begin(), request->partitions().end()}, &selected);
+  if (!offset.ok()) return ToGrpcStatus(offset.status());
+  for (const TopicPartition& tp : selected) {
+    v1::PartitionRef* ref = response->add_partitions();
+    ref->set_topic(tp.topic);
+    ref->set_partition(tp.partition);
+  }
+  response->set_control_offset(*offset);
+  return grpc::Status::OK;
+}
+
+absl::Status ControlService::Reset(const v1::ResetOffsetsRequest& request,
+                                   v1::ResetOffsetsResponse* response) {
+  if (request.topic().empty()) {
+    return absl::InvalidArgumentError(
+        "empty request: set topic (and optionally partitions) and one of to_timestamp_ms, "
+        "to_earliest, to_latest, to_offset");
+  }
+  if (request.to_case() == v1::ResetOffsetsRequest::TO_NOT_SET ||
+      (request.to_case() == v1::ResetOffsetsRequest::kToEarliest && !request.to_earliest()) ||
+      (request.to_case() == v1::ResetOffsetsRequest::kToLatest && !request.to_latest())) {
+    return absl::InvalidArgumentError(
+        "say where to: set one of to_timestamp_ms, to_earliest, to_latest or to_offset");
+  }
+  const absl::Time now = absl::Now();
+  if (request.to_case() == v1::ResetOffsetsRequest::kToTimestampMs) {
+    if (request.to_timestamp_ms() < 0) {
+      return absl::InvalidArgumentError("to_timestamp_ms must not be negative");
+    }
+    if (absl::FromUnixMillis(request.to_timestamp_ms()) > now + kClockSkew) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "timestamp ", absl::FormatTime(absl::RFC3339_sec,
+                                         absl::FromUnixMillis(request.to_timestamp_ms()),
+                                         absl::UTCTimeZone()),
+          " is in the future; to skip to the end use to_latest"));
+    }
+  }
+  if (request.to_case() == v1::ResetOffsetsRequest::kToOffset && request.to_offset() < 0) {
+    return absl::InvalidArgumentError("to_offset must not be negative");
+  }
+  absl::StatusOr<std::vector<int32_t>> ids = SelectPartitions(
+      request.topic(), {request.partitions().begin(), request.partitions().end()});
+  if (!ids.ok()) return ids.status();
+
+  std::vector<TopicPartition> partitions;
+  for (int32_t p : *ids) partitions.push_back({request.topic(), p});
+  absl::StatusOr<std::map<TopicPartition, int64_t>> committed =
+      consumer_->Committed(partitions, kKafkaTimeout);
+  if (!committed.ok()) return committed.status();
+
+  v1::internal::ControlLogRecord record;
+  for (const TopicPartition& tp : partitions) {
+    absl::StatusOr<std::pair<int64_t, int64_t>> marks = control_->Watermarks(tp, kKafkaTimeout);
+    if (!marks.ok()) return marks.status();
+    const auto [earliest, end] = *marks;
+    int64_t target = 0;
+    switch (request.to_case()) {
+      case v1::ResetOffsetsRequest::kToEarliest:
+        target = earliest;
+        break;
+      case v1::ResetOffsetsRequest::kToLatest:
+        target = end;
+        break;
+      case v1::ResetOffsetsRequest::kToOffset:
+        if (request.to_offset() > end) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("offset ", request.to_offset(), " is beyond the end of ",
+                           tp.ToString(), " (end offset ", end,
+                           "); use an offset up to the end, or to_latest"));
+        }
+        if (request.to_offset() < earliest) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("offset ", request.to_offset(), " of ", tp.ToString(),
+                           " was deleted (earliest offset ", earliest, "); use to_earliest"));
+        }
+        target = request.to_offset();
+        break;
+      case v1::ResetOffsetsRequest::kToTimestampMs: {
+        absl::StatusOr<int64_t> offset =
+            control_->OffsetForTimestamp(tp, request.to_timestamp_ms(), kKafkaTimeout);
+        if (!offset.ok()) return offset.status();
+        target = *offset < 0 ? end : *offset;  // no record at or after it: the end
+        break;
+      }
+      case v1::ResetOffsetsRequest::TO_NOT_SET:
+        break;
+    }
+    v1::PartitionReset* planned = response->add_partitions();
+    planned->set_topic(tp.topic);
+    planned->set_partition(tp.partition);
+    planned->set_current_offset(committed->count(tp) ? committed->at(tp) : -1);
+    planned->set_new_offset(target);
+    planned->set_earliest_offset(earliest);
+    planned->set_end_offset(end);
+    v1::internal::ResetTarget* reset_target = record.mutable_reset()->add_targets();
+    reset_target->set_topic(tp.topic);
+    reset_target->set_partition(tp.partition);
+    reset_target->set_offset(target);
+  }
+  response->set_dry_run(request.dry_run());
+  if (request.dry_run()) {
+    response->set_control_offset(-1);
+    return absl::OkStatus();
+  }
+  record.set_command_id(control_->NewCommandId());
+  const std::string command_id = record.command_id();
+  absl::StatusOr<int64_t> offset = control_->Append(std::move(record), kAppendTimeout);
+  if (!offset.ok()) return offset.status();
+  response->set_control_offset(*offset);
+  LogInfo("control", "reset of ", request.topic(), " recorded (command ", command_id,
+          ", control offset ", *offset, ")");
+  const std::vector<ControlLog::AppliedResult> results = control_->WaitForResults(
+      command_id, partitions.size(), WaitFrom(request.wait_ms(), kDefaultResetWait));
+  for (v1::PartitionReset& planned : *response->mutable_partitions()) {
+    for (const ControlLog::AppliedResult& applied : results) {
+      if (applied.result.topic() != planned.topic() ||
+          applied.result.partition() != planned.partition()) {
+        continue;
+      }
+      planned.set_applied(applied.result.ok());
+      planned.set_applied_by(applied.applied_by);
+      planned.set_error(applied.result.error());
+    }
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status ControlService::ResetOffsets(grpc::ServerContext* context,
+                                          const v1::ResetOffsetsRequest* request,
+                                          v1::ResetOffsetsResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
+  return ToGrpcStatus(Reset(*request, response));
+}
+
+absl::Status ControlService::Skip(const v1::SkipOffsetRequest& request,
+                                  v1::SkipOffsetResponse* response) {
+  if (request.topic().empty()) {
+    return absl::InvalidArgumentError("empty request: set topic, partition and offset");
+  }
+  if (request.offset() < 0) return absl::InvalidArgumentError("offset must not be negative");
+  absl::StatusOr<std::vector<int32_t>> ids = SelectPartitions(request.topic(), {request.partition()});
+  if (!ids.ok()) return ids.status();
+  const TopicPartition tp{request.topic(), request.partition()};
+  absl::StatusOr<std::pair<int64_t, int64_t>> marks = control_->Watermarks(tp, kKafkaTimeout);
+  if (!marks.ok()) return marks.status();
+  if (request.offset() >= marks->second) {
+    return absl::InvalidArgumentError(absl::StrCat("offset ", request.offset(),
+                                                   " is beyond the end of ", tp.ToString(),
+                                                   " (end offset ", marks->second, ")"));
+  }
+  const absl::Duration wait = WaitFrom(request.wait_ms(), kDefaultSkipWait);
+  v1::internal::ControlLogRecord record;
+  record.set_command_id(control_->NewCommandId());
+  const std::string command_id = record.command_id();
+  v1::internal::SkipCommand* skip = record.mutable_skip();
+  skip->set_topic(tp.topic);
+  skip->set_partition(tp.partition);
+  skip->set_offset(request.offset());
+  skip->set_expires_at_ms(absl::ToUnixMillis(absl::Now() + wait));
+  absl::StatusOr<int64_t> offset = control_->Append(std::move(record), kAppendTimeout);
+  if (!offset.ok()) return offset.status();
+  const std::vector<ControlLog::AppliedResult> results =
+      control_->WaitForResults(command_id, 1, wait);
+  if (results.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("no replica that owns ", tp.ToString(), " answered within ",
+                     absl::FormatDuration(wait),
+                     " (is it assigned? see GetStatus; a rebalance may be under way: retry)"));
+  }
+  const ControlLog::AppliedResult& result = results.front();
+  if (!result.result.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(result.result.error(), " (answered by ", result.applied_by, ")"));
+  }
+  response->set_outcome(result.result.outcome());
+  response->set_applied_by(result.applied_by);
+  return absl::OkStatus();
+}
+
+grpc::Status ControlService::SkipOffset(grpc::ServerContext* context,
+                                        const v1::SkipOffsetRequest* request,
+                                        v1::SkipOffsetResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
+  return ToGrpcStatus(Skip(*request, response));
+}
+
+void ControlService::Status(v1::GetStatusResponse* response) {
+  const EngineSnapshot snapshot = engine_->Snapshot();
+  const std::map<TopicPartition, PartitionFetchState> fetch = consumer_->FetchStates();
+  const absl::Time now = absl::Now();
+  auto client_id = config_.kafka.find("client.id");
+  response->set_replica(client_id != config_.kafka.end() ? client_id->second : control_->replica());
+  auto group = config_.kafka.find("group.id");
+  response->set_group_id(group != config_.kafka.end() ? group->second : "");
+  for (const PartitionSnapshot& partition : snapshot.partitions) {
+    v1::PartitionStatus* status = response->add_partitions();
+    status->set_topic(partition.partition.topic);
+    status->set_partition(partition.partition.partition);
+    status->set_committed_offset(partition.last_committed.value_or(-1));
+    auto state = fetch.find(partition.partition);
+    const int64_t end = state != fetch.end() ? state->second.high_watermark : -1;
+    status->set_end_offset(end);
+    // Lag from the position ferry would commit now (else the last commit).
+    std::optional<int64_t> position = partition.commit_offset;
+    if (!position.has_value()) position = partition.last_committed;
+    if (!position.has_value()) position = partition.start_offset;
+    status->set_lag(end >= 0 && position.has_value() ? std::max<int64_t>(0, end - *position) : -1);
+    status->set_in_flight(partition.in_flight);
+    status->set_buffered(partition.buffered);
+    status->set_lowest_unfinished_offset(partition.lowest_unfinished.value_or(-1));
+    status->set_blocked_for_ms(partition.oldest_unfinished_since.has_value()
+                                   ? absl::ToInt64Milliseconds(
+                                         now - *partition.oldest_unfinished_since)
+                                   : 0);
+    status->set_paused(partition.paused);
+    status->set_fetch_paused(state != fetch.end() && state->second.paused);
+    status->set_blocked(partition.blocked);
+  }
+  for (const StreamSnapshot& stream : snapshot.streams) {
+    v1::WorkerStatus* worker = response->add_workers();
+    if (stream.processor >= 0 &&
+        static_cast<size_t>(stream.processor) < config_.processors.size()) {
+      worker->set_processor(config_.processors[static_cast<size_t>(stream.processor)].name);
+    }
+    worker->set_stream_id(stream.id);
+    worker->set_ready(stream.ready);
+    worker->set_credit(stream.credit);
+    worker->set_in_flight(stream.in_flight);
+  }
+  response->set_lanes_in_use(static_cast<int32_t>(snapshot.lanes_in_use));
+  response->set_lane_count(config_.lane_count);
+  response->set_buffered_events(snapshot.buffered_events);
+  response->set_buffered_bytes(snapshot.buffered_bytes);
+  for (const std::string& command : control_->PauseCommands()) {
+    response->add_pause_commands(command);
+  }
+}
+
+grpc::Status ControlService::GetStatus(grpc::ServerContext* context,
+                                       const v1::GetStatusRequest* /*request*/,
+                                       v1::GetStatusResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
+  Status(response);
+  return grpc::Status::OK;
+}
+
+}  // namespace ferry

@@ -1,0 +1,74 @@
+// ControlService: the operators' gRPC API (ferry.v1.Control, see
+// proto/ferry/v1/control.proto) on server.listen.
+//
+// It validates every request against the configuration and the topics'
+// metadata, turns Pause/Resume/ResetOffsets/SkipOffset into records of the
+// group's control topic (core/control_log.h) and waits for them to be read
+// or applied; GetStatus answers from this replica's engine and consumer.
+// absl::Status becomes grpc::Status here and nowhere else.
+//
+// Threading: gRPC's synchronous server calls the handlers on its own thread
+// pool; handlers block on Kafka round trips (bounded by timeouts), never on
+// the engine's dispatch path.
+#ifndef FERRY_SERVER_CONTROL_SERVICE_H_
+#define FERRY_SERVER_CONTROL_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/config.h"
+#include "core/control_log.h"
+#include "core/engine.h"
+#include "core/kafka_consumer.h"
+#include "ferry/v1/control.grpc.pb.h"
+
+namespace ferry {
+
+// The one place absl::Status becomes grpc::Status (same code, same message).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+class ControlService final : public v1::Control::Service {
+ public:
+  // `token` empty: no authentication. Everything must outlive the service.
+  ControlService(const Config& config, Engine* engine, KafkaConsumer* consumer,
+                 ControlLog* control, std::string token);
+
+  grpc::Status Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
+                     v1::PauseResponse* response) override;
+  grpc::Status Resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
+                      v1::ResumeResponse* response) override;
+  grpc::Status ResetOffsets(grpc::ServerContext* context, const v1::ResetOffsetsRequest* request,
+                            v1::ResetOffsetsResponse* response) override;
+  grpc::Status GetStatus(grpc::ServerContext* context, const v1::GetStatusRequest* request,
+                         v1::GetStatusResponse* response) override;
+  grpc::Status SkipOffset(grpc::ServerContext* context, const v1::SkipOffsetRequest* request,
+                          v1::SkipOffsetResponse* response) override;
+
+ private:
+  absl::Status Authorize(const grpc::ServerContext& context) const;
+  // The partitions a request names: every partition of `topic` when
+  // `partitions` is empty. NotFound for a topic ferry does not consume,
+  // InvalidArgument for a partition out of range.
+  absl::StatusOr<std::vector<int32_t>> SelectPartitions(const std::string& topic,
+                                                        const std::vector<int32_t>& partitions);
+  absl::StatusOr<int64_t> ChangePause(bool paused, bool all, const std::string& topic,
+                                      const std::vector<int32_t>& partitions,
+                                      std::vector<TopicPartition>* selected);
+  absl::Status Reset(const v1::ResetOffsetsRequest& request, v1::ResetOffsetsResponse* response);
+  absl::Status Skip(const v1::SkipOffsetRequest& request, v1::SkipOffsetResponse* response);
+  void Status(v1::GetStatusResponse* response);
+
+  const Config& config_;
+  Engine* const engine_;
+  KafkaConsumer* const consumer_;
+  ControlLog* const control_;
+  const std::string token_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_SERVER_CONTROL_SERVICE_H_
