@@ -10,6 +10,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -175,12 +176,15 @@ absl::StatusOr<bool> IsServing(int port) {
 }
 
 int FerryHealthPort(const std::string& log) {
-  const std::string marker = "serving health on port ";
+  // "serving Control, health and reflection on port N (...)"
+  const std::string marker = "health and reflection on port ";
   const size_t at = log.find(marker);
   if (at == std::string::npos) return -1;
-  int port = -1;
   const size_t start = at + marker.size();
-  if (!absl::SimpleAtoi(log.substr(start, log.find('\n', start) - start), &port)) return -1;
+  size_t end = start;
+  while (end < log.size() && absl::ascii_isdigit(static_cast<unsigned char>(log[end]))) ++end;
+  int port = -1;
+  if (!absl::SimpleAtoi(log.substr(start, end - start), &port)) return -1;
   return port;
 }
 

@@ -68,7 +68,8 @@ absl::StatusOr<test_tools::GroupProgress> WaitAllCommitted(const std::string& bo
 // Asks the gRPC health service (grpc.health.v1.Health/Check, service "") at
 // 127.0.0.1:`port`; true when it answers SERVING.
 absl::StatusOr<bool> IsServing(int port);
-// The port in ferry's "serving health on port N" log line, or -1.
+// The port of ferry's own gRPC server (Control, health, reflection) from its
+// log, or -1.
 int FerryHealthPort(const std::string& log);
 
 // The value of `name=` in the last `progress:` line of a ferry log, or -1.
