@@ -142,6 +142,17 @@ absl::Status ControlLog::EnsureTopic() {
     for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
       if (t->topic() == topic_ && t->err() == RdKafka::ERR_NO_ERROR) return absl::OkStatus();
     }
+    // CreateTopics goes to the controller. librdkafka's mock cluster (the
+    // embedded default, tests) names a controller that is none of its
+    // brokers and would leave the request waiting for its whole timeout.
+    const int32_t controller = rd_kafka_controllerid(producer_->c_ptr(), 5000);
+    bool controller_known = false;
+    for (const RdKafka::BrokerMetadata* broker : *metadata->brokers()) {
+      controller_known = controller_known || broker->id() == controller;
+    }
+    if (!controller_known) {
+      return AutoCreateTopic(absl::StrCat("no controller among the brokers (id ", controller, ")"));
+    }
   }
   rd_kafka_t* rk = producer_->c_ptr();
   char errstr[512] = {0};
@@ -190,34 +201,72 @@ absl::Status ControlLog::EnsureTopic() {
   rd_kafka_queue_destroy(queue);
   rd_kafka_AdminOptions_destroy(options);
   rd_kafka_NewTopic_destroy(new_topic);
+  if (!status.ok()) return AutoCreateTopic(std::string(status.message()));
   return status;
 }
 
-absl::Status ControlLog::Start() {
-  absl::Status created = EnsureTopic();
-  if (!created.ok()) return created;
-  const RdKafka::ErrorCode err =
-      reader_->start(reader_topic_.get(), 0, RdKafka::Topic::OFFSET_BEGINNING);
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("reading control topic ", topic_));
+absl::Status ControlLog::AutoCreateTopic(const std::string& why) {
+  // No CreateTopics (librdkafka's mock cluster has no controller, or the
+  // principal may not create topics): asking for the topic by name lets a
+  // broker that allows it auto-create the topic with its defaults. Only
+  // partition 0 is used, so more partitions do no harm.
+  absl::StatusOr<int32_t> partitions = PartitionCount(topic_, absl::Seconds(10));
+  for (int attempt = 0; attempt < 20 && !partitions.ok(); ++attempt) {
+    absl::SleepFor(absl::Milliseconds(100));  // auto-creation takes a moment
+    partitions = PartitionCount(topic_, absl::Seconds(10));
   }
-  started_ = true;
-  thread_ = std::thread([this] { ReadLoop(); });
-  LogInfo("control", "reading control topic ", topic_, " as ", replica_);
+  if (!partitions.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot create control topic ", topic_, " (", why, ") nor have it auto-created (",
+        partitions.status().message(),
+        "); create it with one partition and retention.ms=-1, or set control.topic"));
+  }
+  LogWarn("control", "control topic ", topic_, " was auto-created with the broker's defaults (",
+          why, "); on a real cluster create it with one partition and retention.ms=-1 so "
+          "pauses are kept");
   return absl::OkStatus();
 }
 
+absl::Status ControlLog::Start() {
+  started_ = true;
+  thread_ = std::thread([this] { ReadLoop(); });
+  return absl::OkStatus();
+}
+
+bool ControlLog::OpenForReading() {
+  absl::Status created = EnsureTopic();
+  RdKafka::ErrorCode err = RdKafka::ERR_NO_ERROR;
+  if (created.ok()) {
+    err = reader_->start(reader_topic_.get(), 0, RdKafka::Topic::OFFSET_BEGINNING);
+    if (err == RdKafka::ERR_NO_ERROR) {
+      reading_ = true;
+      LogInfo("control", "reading control topic ", topic_, " as ", replica_);
+      return true;
+    }
+    created = KafkaErrorToStatus(err, absl::StrCat("reading control topic ", topic_));
+  }
+  LogWarn("control", "control topic not available yet (", created.ToString(),
+          "); operator commands wait for it; retrying");
+  return false;
+}
 void ControlLog::Stop() {
   if (stopped_) return;
   stopped_ = true;
   stop_ = true;
   if (thread_.joinable()) thread_.join();
-  if (started_) reader_->stop(reader_topic_.get(), 0);
+  if (reading_) reader_->stop(reader_topic_.get(), 0);
   if (producer_ != nullptr) producer_->flush(2000);
 }
 
 void ControlLog::ReadLoop() {
   int64_t last_error_log = 0;
+  // Kafka may not be reachable yet: keep trying (every 2 s) rather than keep
+  // ferry from starting.
+  while (!stop_.load() && !OpenForReading()) {
+    for (int i = 0; i < 20 && !stop_.load(); ++i) {
+      absl::SleepFor(absl::Milliseconds(100));  // retry pacing, stoppable
+    }
+  }
   while (!stop_.load()) {
     std::unique_ptr<RdKafka::Message> message(reader_->consume(reader_topic_.get(), 0, 100));
     if (message == nullptr) continue;

@@ -72,8 +72,10 @@ class ControlLog {
                                                             std::string replica);
   ~ControlLog();
 
-  // Creates the control topic when missing (one partition, no retention
-  // limit: it holds the pause state), then starts reading it.
+  // Starts the reader thread, which creates the control topic when missing
+  // (one partition, no retention limit: it holds the pause state) and reads
+  // it from the beginning; while Kafka is unreachable it retries, so ferry
+  // starts anyway (commands wait; CatchUp times out).
   absl::Status Start();
   void Stop();  // idempotent; joins the reader
 
@@ -127,6 +129,9 @@ class ControlLog {
   void Apply(int64_t offset, const v1::internal::ControlLogRecord& record)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status EnsureTopic();
+  absl::Status AutoCreateTopic(const std::string& why);
+  // Reader thread: topic ensured and reading started (false: retry later).
+  bool OpenForReading();
 
   const std::string topic_;
   const std::string replica_;
@@ -137,6 +142,7 @@ class ControlLog {
   std::atomic<bool> stop_{false};
   bool started_ = false;
   bool stopped_ = false;
+  bool reading_ = false;  // reader thread only (read by Stop after the join)
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> next_command_{0};
 

@@ -1,5 +1,6 @@
 #include "core/kafka_consumer.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -292,7 +293,8 @@ void KafkaConsumer::UpdateFlowControl() {
 void KafkaConsumer::UpdateHeld() {
   // Held = blocked by a failure or paused by an operator: not fetched.
   std::set<TopicPartition> held;
-  for (const TopicPartition& tp : engine_->BlockedPartitions()) held.insert(tp);
+  std::vector<TopicPartition> blocked = engine_->BlockedPartitions();
+  for (const TopicPartition& tp : blocked) held.insert(tp);
   if (control_ != nullptr) {
     const std::set<TopicPartition> paused = control_->Paused(assignment_);
     if (paused != operator_paused_) {
@@ -319,7 +321,15 @@ void KafkaConsumer::UpdateHeld() {
   if (!newly_held.empty()) {
     RdPartitionList list(newly_held);
     consumer_->pause(list.get());
-    LogInfo("consumer", "stopped fetching held partitions: ", DescribePartitions(newly_held));
+    std::vector<TopicPartition> newly_blocked;
+    for (const TopicPartition& tp : newly_held) {
+      if (std::find(blocked.begin(), blocked.end(), tp) != blocked.end()) {
+        newly_blocked.push_back(tp);
+      }
+    }
+    if (!newly_blocked.empty()) {
+      LogWarn("consumer", "paused blocked partitions: ", DescribePartitions(newly_blocked));
+    }
   }
   if (!released.empty() && !paused_) {
     RdPartitionList list(released);
