@@ -1,60 +1,348 @@
-// ferryctl: operator's command line for a running ferry.
+// ferryctl: the operator's command line for a running ferry group.
 //
-//   ferryctl status [--metrics=127.0.0.1:9464] [--interval=1s]
-//   ferryctl status --watch [--metrics=...] [--interval=2s]
+//   ferryctl status [--output=table|json]                 GetStatus of one replica
+//   ferryctl status --metrics=HOST:PORT [--watch] [--interval=1s]
+//                                                         the /metrics view (rates)
+//   ferryctl pause  (--topic=T[:0,3] [--partitions=0,3] | --all)
+//   ferryctl resume (--topic=T[:0,3] [--partitions=0,3] | --all)
+//   ferryctl reset  --topic=T [--partitions=0,3]
+//                   (--to-datetime=2026-12-01T10:00:00Z | --to-earliest | --to-latest |
+//                    --to-offset=N) [--dry-run] [--wait=15s]
+//   ferryctl skip   --topic=T --partition=P --offset=O [--wait=10s]
 //
-// `status` scrapes ferry's /metrics (server.metrics_listen) twice, an
-// interval apart, and prints events per second, lag, committed offset and the
-// commit blocker (oldest unfinished offset and its age) per partition,
-// buffers, worker streams, and per processor and event type the enqueue and
-// processing times. --watch refreshes the view in place until interrupted.
-// Exit codes: 0 ok, 1 ferry unreachable or its metrics unreadable, 2 usage.
+// Every command but `status --metrics` calls ferry's Control gRPC service
+// (proto/ferry/v1/control.proto) on --server (default 127.0.0.1:7070), with
+// `authorization: Bearer <token>` metadata when --token_file or
+// $FERRY_CONTROL_TOKEN gives a token, over TLS when --tls_ca is given (mTLS
+// with --tls_cert/--tls_key), with a --timeout deadline (default 30s).
+// --output=json prints the response as one JSON object instead of tables.
+// Flags may be spelled with dashes or underscores (--dry-run, --dry_run), as
+// Kafka's tools and absl spell them.
+//
+// Exit codes, which scripts may rely on:
+//   0  done
+//   1  the call failed: `ferryctl: <CODE>: <message>` on stderr (e.g.
+//      NOT_FOUND, UNAUTHENTICATED, UNAVAILABLE), or for `status --metrics`
+//      ferry's metrics could not be read
+//   2  usage: unknown command or flag, missing or conflicting flags, a bad
+//      value, or a file a flag names cannot be read; nothing was sent
+//   3  `reset` (not --dry-run) answered, but not every partition was applied
+//      yet (applied=false): their owners apply it later
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "clients/ferryctl/cli_flags.h"
+#include "clients/ferryctl/control_client.h"
+#include "clients/ferryctl/control_view.h"
 #include "clients/ferryctl/status_view.h"
 #include "core/metrics_text.h"
-
-ABSL_FLAG(std::string, metrics, "127.0.0.1:9464",
-          "host:port of ferry's metrics endpoint (server.metrics_listen)");
-ABSL_FLAG(bool, watch, false, "Refresh the status in place until interrupted.");
-ABSL_FLAG(absl::Duration, interval, absl::Seconds(1),
-          "Time between the scrapes the rates are computed over (and between refreshes).");
-ABSL_FLAG(absl::Duration, timeout, absl::Seconds(5), "Timeout of one scrape.");
 
 namespace ferry::ferryctl {
 namespace {
 
-int Status() {
-  const std::string target = absl::GetFlag(FLAGS_metrics);
-  const absl::Duration interval = std::max(absl::GetFlag(FLAGS_interval), absl::Milliseconds(100));
-  const bool watch = absl::GetFlag(FLAGS_watch);
+constexpr int kExitOk = 0;
+constexpr int kExitCallFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitNotApplied = 3;
+
+constexpr char kUsage[] = R"(ferryctl: the operator's command line for a running ferry group
+
+Commands (ferry's Control gRPC service):
+  ferryctl status [--output=table|json]
+      This replica's partitions (offsets, lag, commit blocker, pauses),
+      worker streams, lanes and operator pauses (GetStatus).
+  ferryctl pause (--topic=T [--partitions=0,3] | --all)
+  ferryctl resume (--topic=T [--partitions=0,3] | --all)
+      Stop / restart fetching and dispatching, group-wide and across
+      rebalances; in-flight events finish and commit. --topic=T:0,3 is
+      the same as --topic=T --partitions=0,3; ranges (0-3) work too.
+  ferryctl reset --topic=T [--partitions=0,3]
+                 (--to-datetime=TIME | --to-earliest | --to-latest | --to-offset=N)
+                 [--dry-run] [--wait=15s]
+      Move the group's position (all partitions of T, or the listed ones).
+      TIME is RFC 3339: 2026-12-01T10:00:00Z or 2026-12-01T12:00:00+02:00.
+      --dry-run shows the planned offsets and changes nothing. --wait is how
+      long ferry waits for the owning replicas to apply it (default: the
+      server's, 15s).
+  ferryctl skip --topic=T --partition=P --offset=O [--wait=10s]
+      Give up on one stuck event: to the dead-letter topic (or marked done)
+      and the partition moves on.
+
+The /metrics view (no Control service needed):
+  ferryctl status --metrics=HOST:PORT [--watch] [--interval=1s] [--timeout=5s]
+      Events per second, lag, commit blockers, buffers, workers and where
+      time goes, from two scrapes of ferry's metrics endpoint. --watch
+      refreshes in place until interrupted.
+
+Connection flags (Control commands):
+  --server=HOST:PORT     ferry's server.listen, or any gRPC target
+                         (default 127.0.0.1:7070)
+  --token_file=PATH      bearer token (else $FERRY_CONTROL_TOKEN), sent as
+                         `authorization: Bearer <token>` metadata
+  --tls_ca=PEM           CA that signed ferry's certificate; turns TLS on
+  --tls_cert=PEM --tls_key=PEM
+                         client certificate and key, for mTLS
+  --tls_server_name=NAME the name ferry's certificate carries, when --server
+                         does not (e.g. an IP address)
+  --timeout=30s          deadline of the call (reset and skip get at least
+                         their wait + 20s)
+  --output=table|json    json: the response as one JSON object (proto3 JSON:
+                         lowerCamelCase names, int64 as strings)
+
+Flags may be written --dry-run or --dry_run, --name=value or --name value.
+
+Exit codes:
+  0  done
+  1  the call failed; stderr says `ferryctl: <CODE>: <message>` (NOT_FOUND,
+     INVALID_ARGUMENT, FAILED_PRECONDITION, UNAVAILABLE, UNAUTHENTICATED, ...);
+     for status --metrics: the metrics could not be read
+  2  usage error (unknown command or flag, missing or conflicting flags, bad
+     value, unreadable --token_file/--tls_* file); nothing was sent
+  3  reset: not every partition was applied yet (applied=false; not for
+     --dry-run); the owners apply it later
+)";
+
+const std::map<std::string, std::string>& CommandUsages() {
+  static const auto* usages = new std::map<std::string, std::string>{
+      {"status",
+       "ferryctl status [--server=HOST:PORT] [--output=table|json]\n"
+       "       ferryctl status --metrics=HOST:PORT [--watch] [--interval=1s]"},
+      {"pause", "ferryctl pause (--topic=T [--partitions=0,3] | --all)"},
+      {"resume", "ferryctl resume (--topic=T [--partitions=0,3] | --all)"},
+      {"reset",
+       "ferryctl reset --topic=T [--partitions=0,3] (--to-datetime=2026-12-01T10:00:00Z | "
+       "--to-earliest | --to-latest | --to-offset=N) [--dry-run] [--wait=15s]"},
+      {"skip", "ferryctl skip --topic=T --partition=P --offset=O [--wait=10s]"},
+  };
+  return *usages;
+}
+
+const std::vector<std::string> kConnectionFlags = {
+    "server", "token_file", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "timeout",
+    "output"};
+const std::vector<std::string> kMetricsFlags = {"metrics", "watch", "interval", "timeout"};
+
+std::vector<FlagSpec> AllFlags() {
+  std::vector<FlagSpec> flags = {
+      {"help", true},      {"h", true},          {"metrics", false},     {"watch", true},
+      {"interval", false}, {"all", true},        {"topic", false},       {"partitions", false},
+      {"partition", false}, {"offset", false},   {"to_datetime", false}, {"to_earliest", true},
+      {"to_latest", true}, {"to_offset", false}, {"dry_run", true},      {"wait", false},
+  };
+  for (const std::string& name : kConnectionFlags) flags.push_back({name, false});
+  return flags;
+}
+
+// The flags `command` accepts (`metrics_view`: status --metrics).
+std::set<std::string> AllowedFlags(const std::string& command, bool metrics_view) {
+  if (metrics_view) return {kMetricsFlags.begin(), kMetricsFlags.end()};
+  std::set<std::string> allowed(kConnectionFlags.begin(), kConnectionFlags.end());
+  std::vector<std::string> own;
+  if (command == "pause" || command == "resume") own = {"all", "topic", "partitions"};
+  if (command == "reset") {
+    own = {"topic",     "partitions", "to_datetime", "to_earliest",
+           "to_latest", "to_offset",  "dry_run",     "wait"};
+  }
+  if (command == "skip") own = {"topic", "partition", "offset", "wait"};
+  allowed.insert(own.begin(), own.end());
+  return allowed;
+}
+
+int UsageError(const std::string& command, absl::string_view message) {
+  std::fprintf(stderr, "ferryctl: %s\n", std::string(message).c_str());
+  auto usage = CommandUsages().find(command);
+  if (usage != CommandUsages().end()) {
+    std::fprintf(stderr, "usage: %s\n", usage->second.c_str());
+  } else {
+    std::fprintf(stderr, "commands: status, pause, resume, reset, skip\n");
+  }
+  std::fprintf(stderr, "(ferryctl --help explains every command, flag and exit code)\n");
+  return kExitUsage;
+}
+
+int CallFailed(const absl::Status& status) {
+  const std::string code = absl::StatusCodeToString(status.code());
+  if (status.message().empty()) {
+    std::fprintf(stderr, "ferryctl: %s\n", code.c_str());
+  } else {
+    std::fprintf(stderr, "ferryctl: %s: %s\n", code.c_str(),
+                 std::string(status.message()).c_str());
+  }
+  return kExitCallFailed;
+}
+
+// "0,3", "0-3,7" (what RenderPause prints reads back).
+absl::StatusOr<std::vector<int32_t>> ParsePartitionList(absl::string_view text) {
+  std::vector<int32_t> partitions;
+  const auto bad = [text](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partitions \"", text, "\": ", why, "; write them like 0,3 or 0-3,7"));
+  };
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    std::vector<absl::string_view> bounds = absl::StrSplit(item, absl::MaxSplits('-', 1));
+    int32_t first = 0;
+    int32_t last = 0;
+    const bool parsed = absl::SimpleAtoi(bounds[0], &first) &&
+                        absl::SimpleAtoi(bounds.size() == 2 ? bounds[1] : bounds[0], &last);
+    if (!parsed) return bad(absl::StrCat("\"", item, "\" is not a partition number or range"));
+    // The bound keeps a typo (0-30000000) from allocating gigabytes.
+    if (first < 0 || last < first || last - first > 100000) {
+      return bad(absl::StrCat("\"", item, "\" is not a valid range"));
+    }
+    for (int64_t p = first; p <= last; ++p) partitions.push_back(static_cast<int32_t>(p));
+  }
+  return partitions;
+}
+
+struct TopicPartitions {
+  std::string topic;
+  std::vector<int32_t> partitions;  // empty: every partition
+};
+
+// --topic=T [--partitions=0,3], or Kafka's spelling --topic=T:0,3 (topic
+// names cannot hold ':').
+absl::StatusOr<TopicPartitions> ParseTopicPartitions(const CommandLine& line) {
+  absl::StatusOr<std::string> topic = line.Get<std::string>("topic", "");
+  absl::StatusOr<std::string> list = line.Get<std::string>("partitions", "");
+  if (!topic.ok()) return topic.status();
+  if (!list.ok()) return list.status();
+  TopicPartitions result;
+  result.topic = *topic;
+  if (const size_t colon = topic->find(':'); colon != std::string::npos) {
+    if (line.Has("partitions")) {
+      return absl::InvalidArgumentError(
+          "partitions given twice: write --topic=T --partitions=0,3 or --topic=T:0,3");
+    }
+    result.topic = topic->substr(0, colon);
+    *list = topic->substr(colon + 1);
+    if (list->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--topic=", *topic, " names no partitions: write --topic=", result.topic,
+          " for every partition, or --topic=", result.topic, ":0,3"));
+    }
+  } else if (line.Has("partitions") && list->empty()) {
+    return absl::InvalidArgumentError("--partitions is empty; drop it to select every partition");
+  }
+  if (result.topic.empty()) return absl::InvalidArgumentError("--topic=T is required");
+  if (!list->empty()) {
+    absl::StatusOr<std::vector<int32_t>> partitions = ParsePartitionList(*list);
+    if (!partitions.ok()) return partitions.status();
+    result.partitions = *std::move(partitions);
+  }
+  return result;
+}
+
+absl::StatusOr<ControlClientOptions> ParseClientOptions(const CommandLine& line) {
+  ControlClientOptions options;
+  for (auto [name, field] : std::vector<std::pair<const char*, std::string*>>{
+           {"server", &options.server},
+           {"token_file", &options.token_file},
+           {"tls_ca", &options.tls_ca_file},
+           {"tls_cert", &options.tls_cert_file},
+           {"tls_key", &options.tls_key_file},
+           {"tls_server_name", &options.tls_server_name}}) {
+    absl::StatusOr<std::string> value = line.Get<std::string>(name, *field);
+    if (!value.ok()) return value.status();
+    *field = *std::move(value);
+  }
+  if (options.server.empty()) return absl::InvalidArgumentError("--server is empty");
+  absl::StatusOr<absl::Duration> timeout = line.Get<absl::Duration>("timeout", options.timeout);
+  if (!timeout.ok()) return timeout.status();
+  if (*timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--timeout must be positive, e.g. --timeout=30s");
+  }
+  options.timeout = *timeout;
+  if (const char* token = std::getenv("FERRY_CONTROL_TOKEN"); token != nullptr) {
+    options.token = token;
+  }
+  return options;
+}
+
+// --wait as the request's wait_ms (0: the server's default).
+absl::StatusOr<int64_t> ParseWaitMs(const CommandLine& line) {
+  absl::StatusOr<absl::Duration> wait = line.Get<absl::Duration>("wait", absl::ZeroDuration());
+  if (!wait.ok()) return wait.status();
+  if (*wait < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--wait must not be negative, e.g. --wait=15s");
+  }
+  return absl::ToInt64Milliseconds(*wait);
+}
+
+// What a Control command needs besides its request.
+struct Session {
+  std::unique_ptr<ControlClient> client;
+  bool json = false;
+};
+
+// Prints what went wrong and returns the exit code on failure.
+std::optional<int> OpenSession(const std::string& command, const CommandLine& line,
+                               Session* session) {
+  absl::StatusOr<std::string> output = line.Get<std::string>("output", "table");
+  if (!output.ok()) return UsageError(command, output.status().message());
+  if (*output != "table" && *output != "json") {
+    return UsageError(command, absl::StrCat("--output=", *output, ": write --output=table or "
+                                            "--output=json"));
+  }
+  session->json = *output == "json";
+  absl::StatusOr<ControlClientOptions> options = ParseClientOptions(line);
+  if (!options.ok()) return UsageError(command, options.status().message());
+  absl::StatusOr<std::unique_ptr<ControlClient>> client = ControlClient::Create(*options);
+  if (!client.ok()) return UsageError(command, client.status().message());
+  session->client = *std::move(client);
+  return std::nullopt;
+}
+
+// The /metrics view: two scrapes an interval apart (rates need both).
+int MetricsStatus(const CommandLine& line) {
+  absl::StatusOr<std::string> target = line.Get<std::string>("metrics", "");
+  absl::StatusOr<bool> watch_flag = line.Get<bool>("watch", false);
+  absl::StatusOr<absl::Duration> interval_flag =
+      line.Get<absl::Duration>("interval", absl::Seconds(1));
+  absl::StatusOr<absl::Duration> timeout = line.Get<absl::Duration>("timeout", absl::Seconds(5));
+  for (const absl::Status& status :
+       {target.status(), watch_flag.status(), interval_flag.status(), timeout.status()}) {
+    if (!status.ok()) return UsageError("status", status.message());
+  }
+  if (target->empty()) return UsageError("status", "--metrics is empty; write --metrics=HOST:PORT");
+  const absl::Duration interval = std::max(*interval_flag, absl::Milliseconds(100));
+  const bool watch = *watch_flag;
   const bool tty = isatty(STDOUT_FILENO) != 0;
   std::optional<Exposition> before;
   absl::Time before_time;
-  for (int round = 0;; ++round) {
-    absl::StatusOr<Exposition> now = ScrapeMetrics(target, absl::GetFlag(FLAGS_timeout));
+  for (;;) {
+    absl::StatusOr<Exposition> now = ScrapeMetrics(*target, *timeout);
     const absl::Time now_time = absl::Now();
     if (!now.ok()) {
-      std::fprintf(stderr, "ferryctl: cannot read ferry's metrics at %s: %s\n", target.c_str(),
+      std::fprintf(stderr, "ferryctl: cannot read ferry's metrics at %s: %s\n", target->c_str(),
                    std::string(now.status().message()).c_str());
-      if (!watch) return 1;
+      if (!watch) return kExitCallFailed;
     } else if (watch || before.has_value()) {
-      const std::string view = RenderStatus(target, *now, before ? &*before : nullptr,
+      const std::string view = RenderStatus(*target, *now, before ? &*before : nullptr,
                                             now_time - before_time);
       // Home the cursor and clear the screen, so the view refreshes in place.
       if (watch && tty) std::fputs("\033[H\033[2J", stdout);
       std::fputs(view.c_str(), stdout);
       if (watch && !tty) std::fputs("\n", stdout);
       std::fflush(stdout);
-      if (!watch) return 0;
+      if (!watch) return kExitOk;
     }
     if (now.ok()) {
       before = *std::move(now);
@@ -64,18 +352,221 @@ int Status() {
   }
 }
 
+int ControlStatus(const CommandLine& line) {
+  Session session;
+  if (std::optional<int> failed = OpenSession("status", line, &session)) return *failed;
+  absl::StatusOr<v1::GetStatusResponse> response =
+      session.client->GetStatus(v1::GetStatusRequest());
+  if (!response.ok()) return CallFailed(response.status());
+  std::fputs((session.json ? RenderJson(*response) : RenderStatusTables(*response)).c_str(),
+             stdout);
+  return kExitOk;
+}
+
+// Pause and Resume take the same selection.
+template <typename Request>
+absl::StatusOr<Request> ParseSelection(const CommandLine& line) {
+  absl::StatusOr<bool> all = line.Get<bool>("all", false);
+  if (!all.ok()) return all.status();
+  Request request;
+  if (*all) {
+    if (line.Has("topic") || line.Has("partitions")) {
+      return absl::InvalidArgumentError(
+          "--all selects every partition of every topic: drop --topic/--partitions, or drop "
+          "--all");
+    }
+    request.set_all(true);
+    return request;
+  }
+  if (!line.Has("topic")) {
+    return absl::InvalidArgumentError(
+        "say what to select: --topic=T (every partition), --topic=T --partitions=0,3, or --all");
+  }
+  absl::StatusOr<TopicPartitions> selection = ParseTopicPartitions(line);
+  if (!selection.ok()) return selection.status();
+  request.set_topic(selection->topic);
+  for (int32_t p : selection->partitions) request.add_partitions(p);
+  return request;
+}
+
+int Pause(const CommandLine& line) {
+  absl::StatusOr<v1::PauseRequest> request = ParseSelection<v1::PauseRequest>(line);
+  if (!request.ok()) return UsageError("pause", request.status().message());
+  Session session;
+  if (std::optional<int> failed = OpenSession("pause", line, &session)) return *failed;
+  absl::StatusOr<v1::PauseResponse> response = session.client->Pause(*request);
+  if (!response.ok()) return CallFailed(response.status());
+  std::fputs((session.json ? RenderJson(*response) : RenderPause(*response)).c_str(), stdout);
+  return kExitOk;
+}
+
+int Resume(const CommandLine& line) {
+  absl::StatusOr<v1::ResumeRequest> request = ParseSelection<v1::ResumeRequest>(line);
+  if (!request.ok()) return UsageError("resume", request.status().message());
+  Session session;
+  if (std::optional<int> failed = OpenSession("resume", line, &session)) return *failed;
+  absl::StatusOr<v1::ResumeResponse> response = session.client->Resume(*request);
+  if (!response.ok()) return CallFailed(response.status());
+  std::fputs((session.json ? RenderJson(*response) : RenderResume(*response)).c_str(), stdout);
+  return kExitOk;
+}
+
+absl::StatusOr<v1::ResetOffsetsRequest> ParseReset(const CommandLine& line) {
+  absl::StatusOr<bool> earliest = line.Get<bool>("to_earliest", false);
+  absl::StatusOr<bool> latest = line.Get<bool>("to_latest", false);
+  absl::StatusOr<bool> dry_run = line.Get<bool>("dry_run", false);
+  for (const absl::Status& status : {earliest.status(), latest.status(), dry_run.status()}) {
+    if (!status.ok()) return status;
+  }
+  std::vector<std::string> targets;
+  if (line.Has("to_datetime")) targets.push_back("--to-datetime");
+  if (*earliest) targets.push_back("--to-earliest");
+  if (*latest) targets.push_back("--to-latest");
+  if (line.Has("to_offset")) targets.push_back("--to-offset");
+  if (targets.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "give exactly one of --to-datetime, --to-earliest, --to-latest, --to-offset (got ",
+        targets.empty() ? "none" : absl::StrJoin(targets, " and "), ")"));
+  }
+
+  absl::StatusOr<TopicPartitions> selection = ParseTopicPartitions(line);
+  if (!selection.ok()) return selection.status();
+  v1::ResetOffsetsRequest request;
+  request.set_topic(selection->topic);
+  for (int32_t p : selection->partitions) request.add_partitions(p);
+
+  if (line.Has("to_datetime")) {
+    const std::string text = *line.Get<std::string>("to_datetime", "");
+    absl::Time time;
+    std::string error;
+    if (!absl::ParseTime(absl::RFC3339_full, text, &time, &error)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--to-datetime=", text, " is not an RFC 3339 time; write e.g. "
+          "2026-12-01T10:00:00Z or 2026-12-01T12:00:00+02:00"));
+    }
+    request.set_to_timestamp_ms(absl::ToUnixMillis(time));
+  } else if (*earliest) {
+    request.set_to_earliest(true);
+  } else if (*latest) {
+    request.set_to_latest(true);
+  } else {
+    absl::StatusOr<int64_t> offset = line.Get<int64_t>("to_offset", 0);
+    if (!offset.ok()) return offset.status();
+    if (*offset < 0) {
+      return absl::InvalidArgumentError(
+          "--to-offset must not be negative; for the earliest offset write --to-earliest");
+    }
+    request.set_to_offset(*offset);
+  }
+  request.set_dry_run(*dry_run);
+  absl::StatusOr<int64_t> wait_ms = ParseWaitMs(line);
+  if (!wait_ms.ok()) return wait_ms.status();
+  request.set_wait_ms(*wait_ms);
+  return request;
+}
+
+int Reset(const CommandLine& line) {
+  absl::StatusOr<v1::ResetOffsetsRequest> request = ParseReset(line);
+  if (!request.ok()) return UsageError("reset", request.status().message());
+  Session session;
+  if (std::optional<int> failed = OpenSession("reset", line, &session)) return *failed;
+  absl::StatusOr<v1::ResetOffsetsResponse> response = session.client->ResetOffsets(*request);
+  if (!response.ok()) return CallFailed(response.status());
+  std::fputs((session.json ? RenderJson(*response) : RenderReset(*response)).c_str(), stdout);
+  // A dry run applies nothing by design; only a real reset left waiting for
+  // an owner is worth a distinct exit code.
+  if (request->dry_run() || response->dry_run()) return kExitOk;
+  const bool all_applied =
+      std::all_of(response->partitions().begin(), response->partitions().end(),
+                  [](const v1::PartitionReset& p) { return p.applied(); });
+  return all_applied ? kExitOk : kExitNotApplied;
+}
+
+absl::StatusOr<v1::SkipOffsetRequest> ParseSkip(const CommandLine& line) {
+  for (const char* name : {"topic", "partition", "offset"}) {
+    if (!line.Has(name)) return absl::InvalidArgumentError(absl::StrCat("--", name, " is required"));
+  }
+  absl::StatusOr<std::string> topic = line.Get<std::string>("topic", "");
+  absl::StatusOr<int32_t> partition = line.Get<int32_t>("partition", 0);
+  absl::StatusOr<int64_t> offset = line.Get<int64_t>("offset", 0);
+  absl::StatusOr<int64_t> wait_ms = ParseWaitMs(line);
+  for (const absl::Status& status :
+       {topic.status(), partition.status(), offset.status(), wait_ms.status()}) {
+    if (!status.ok()) return status;
+  }
+  if (topic->empty()) return absl::InvalidArgumentError("--topic is empty");
+  if (*partition < 0 || *offset < 0) {
+    return absl::InvalidArgumentError("--partition and --offset must not be negative");
+  }
+  v1::SkipOffsetRequest request;
+  request.set_topic(*topic);
+  request.set_partition(*partition);
+  request.set_offset(*offset);
+  request.set_wait_ms(*wait_ms);
+  return request;
+}
+
+int Skip(const CommandLine& line) {
+  absl::StatusOr<v1::SkipOffsetRequest> request = ParseSkip(line);
+  if (!request.ok()) return UsageError("skip", request.status().message());
+  Session session;
+  if (std::optional<int> failed = OpenSession("skip", line, &session)) return *failed;
+  absl::StatusOr<v1::SkipOffsetResponse> response = session.client->SkipOffset(*request);
+  if (!response.ok()) return CallFailed(response.status());
+  std::fputs((session.json ? RenderJson(*response) : RenderSkip(*request, *response)).c_str(),
+             stdout);
+  return kExitOk;
+}
+
+int Run(const std::vector<std::string>& args) {
+  absl::StatusOr<CommandLine> line = CommandLine::Parse(args, AllFlags());
+  if (!line.ok()) {
+    // Name the command when it can be found, for its usage line.
+    std::string command;
+    for (const std::string& arg : args) {
+      if (CommandUsages().count(arg) > 0) {
+        command = arg;
+        break;
+      }
+    }
+    return UsageError(command, line.status().message());
+  }
+  const std::vector<std::string>& positional = line->positional();
+  if (line->Has("help") || line->Has("h") || (!positional.empty() && positional[0] == "help")) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  if (positional.empty()) return UsageError("", "no command given");
+  const std::string& command = positional[0];
+  if (CommandUsages().count(command) == 0) {
+    return UsageError("", absl::StrCat("unknown command \"", command, "\""));
+  }
+  if (positional.size() > 1) {
+    return UsageError(command, absl::StrCat("unexpected argument \"", positional[1],
+                                            "\" (flags are written --name=value)"));
+  }
+  const bool metrics_view = command == "status" && line->Has("metrics");
+  const std::set<std::string> allowed = AllowedFlags(command, metrics_view);
+  for (const std::string& name : line->Given()) {
+    if (allowed.count(name) == 0) {
+      return UsageError(command, absl::StrCat("--", name, " does not apply to ferryctl ", command,
+                                              metrics_view ? " --metrics" : "",
+                                              name == "watch" || name == "interval"
+                                                  ? " (it needs --metrics=HOST:PORT)"
+                                                  : ""));
+    }
+  }
+  if (metrics_view) return MetricsStatus(*line);
+  if (command == "status") return ControlStatus(*line);
+  if (command == "pause") return Pause(*line);
+  if (command == "resume") return Resume(*line);
+  if (command == "reset") return Reset(*line);
+  return Skip(*line);
+}
+
 }  // namespace
 }  // namespace ferry::ferryctl
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "ferryctl status [--metrics=HOST:PORT] [--watch] [--interval=1s]\n"
-      "  Shows a running ferry's progress from its /metrics endpoint.");
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (args.size() != 2 || std::string(args[1]) != "status") {
-    std::fprintf(stderr, "usage: ferryctl status [--metrics=HOST:PORT] [--watch] "
-                         "[--interval=1s]\n");
-    return 2;
-  }
-  return ferry::ferryctl::Status();
+  return ferry::ferryctl::Run(std::vector<std::string>(argv + 1, argv + argc));
 }

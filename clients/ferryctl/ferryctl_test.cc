@@ -1,0 +1,581 @@
+// The real ferryctl binary against an in-process fake Control server on
+// 127.0.0.1 (port 0): which request each command sends, what it prints, its
+// exit codes (0 ok, 1 call failed, 2 usage, 3 reset not applied), the bearer
+// token in the metadata, and TLS/mTLS. ferryctl runs as a subprocess and the
+// test waits for it to exit; the fake answers synchronously, so there is
+// nothing to poll.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
+#include "clients/ferryctl/control_client.h"
+#include "ferry/v1/control.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace ferry::ferryctl {
+namespace {
+
+using ::google::protobuf::util::MessageDifferencer;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr char kFerryctl[] = "clients/ferryctl/ferryctl";
+
+template <typename T>
+T Parse(const std::string& text) {
+  T message;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &message)) << text;
+  return message;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
+}
+
+// Answers canned responses (or `error`) and records what it was sent.
+class FakeControl final : public v1::Control::Service {
+ public:
+  grpc::Status Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
+                     v1::PauseResponse* response) override {
+    absl::MutexLock lock(&mu);
+    Record("Pause", context);
+    pause_requests.push_back(*request);
+    *response = pause_response;
+    return error;
+  }
+  grpc::Status Resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
+                      v1::ResumeResponse* response) override {
+    absl::MutexLock lock(&mu);
+    Record("Resume", context);
+    resume_requests.push_back(*request);
+    *response = resume_response;
+    return error;
+  }
+  grpc::Status ResetOffsets(grpc::ServerContext* context, const v1::ResetOffsetsRequest* request,
+                            v1::ResetOffsetsResponse* response) override {
+    absl::MutexLock lock(&mu);
+    Record("ResetOffsets", context);
+    reset_requests.push_back(*request);
+    *response = reset_response;
+    return error;
+  }
+  grpc::Status GetStatus(grpc::ServerContext* context, const v1::GetStatusRequest*,
+                         v1::GetStatusResponse* response) override {
+    absl::MutexLock lock(&mu);
+    Record("GetStatus", context);
+    *response = status_response;
+    return error;
+  }
+  grpc::Status SkipOffset(grpc::ServerContext* context, const v1::SkipOffsetRequest* request,
+                          v1::SkipOffsetResponse* response) override {
+    absl::MutexLock lock(&mu);
+    Record("SkipOffset", context);
+    skip_requests.push_back(*request);
+    *response = skip_response;
+    return error;
+  }
+
+  // The test sets the canned answers before running ferryctl and reads the
+  // records after it exited; the mutex covers the server's threads.
+  absl::Mutex mu;
+  grpc::Status error = grpc::Status::OK;
+  v1::PauseResponse pause_response;
+  v1::ResumeResponse resume_response;
+  v1::ResetOffsetsResponse reset_response;
+  v1::GetStatusResponse status_response;
+  v1::SkipOffsetResponse skip_response;
+  std::vector<std::string> calls;
+  // The authorization metadata of each call ("" when absent).
+  std::vector<std::string> authorizations;
+  std::vector<v1::PauseRequest> pause_requests;
+  std::vector<v1::ResumeRequest> resume_requests;
+  std::vector<v1::ResetOffsetsRequest> reset_requests;
+  std::vector<v1::SkipOffsetRequest> skip_requests;
+
+ private:
+  void Record(const std::string& method, grpc::ServerContext* context)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    calls.push_back(method);
+    const auto& metadata = context->client_metadata();
+    auto it = metadata.find(std::string(kAuthorizationKey));
+    authorizations.push_back(it == metadata.end() ? ""
+                                                  : std::string(it->second.data(),
+                                                                it->second.size()));
+  }
+};
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class FerryctlTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartServer(grpc::InsecureServerCredentials()); }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  void StartServer(std::shared_ptr<grpc::ServerCredentials> credentials) {
+    if (server_ != nullptr) server_->Shutdown();
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
+    builder.RegisterService(&fake_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port_, 0);
+  }
+
+  std::string Server() const { return absl::StrCat("--server=127.0.0.1:", port_); }
+
+  // Runs ferryctl with `args` (and `env` added to a copy of this process's
+  // environment without FERRY_CONTROL_TOKEN) and waits for it to exit.
+  Outcome Ferryctl(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+    static int runs = 0;
+    const std::string out_path = TempPath(absl::StrCat("ferryctl.", ++runs, ".out"));
+    const std::string err_path = TempPath(absl::StrCat("ferryctl.", runs, ".err"));
+    args.insert(args.begin(), kFerryctl);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!absl::StartsWith(*e, "FERRY_CONTROL_TOKEN=")) environment.push_back(*e);
+    }
+    environment.insert(environment.end(), env.begin(), env.end());
+    std::vector<char*> envp;
+    for (std::string& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int spawned =
+        posix_spawn(&pid, kFerryctl, &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    Outcome run;
+    if (spawned != 0) {
+      ADD_FAILURE() << "cannot start " << kFerryctl << ": " << std::strerror(spawned);
+      return run;
+    }
+    int status = 0;
+    // ferryctl's own --timeout bounds the wait.
+    if (waitpid(pid, &status, 0) != pid) {
+      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+      return run;
+    }
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    run.out = ReadFile(out_path);
+    run.err = ReadFile(err_path);
+    return run;
+  }
+
+  // Sets the fake's answers (under its lock: its threads read them).
+  template <typename F>
+  void Configure(F set) {
+    absl::MutexLock lock(&fake_.mu);
+    set(fake_);
+  }
+
+  std::vector<std::string> Calls() {
+    absl::MutexLock lock(&fake_.mu);
+    return fake_.calls;
+  }
+
+  FakeControl fake_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+#define EXPECT_EXIT_CODE(run, code) \
+  EXPECT_EQ((run).exit_code, code) << "stdout:\n" << (run).out << "stderr:\n" << (run).err
+
+TEST_F(FerryctlTest, StatusPrintsTables) {
+  Configure([](FakeControl& fake) {
+    fake.status_response = Parse<v1::GetStatusResponse>(R"pb(
+      replica: "ferry-a" group_id: "orders-ferry"
+      partitions { topic: "orders" partition: 2 committed_offset: 10 end_offset: 15 lag: 5
+                   lowest_unfinished_offset: 10 blocked_for_ms: 2000 fetch_paused: true }
+      workers { processor: "billing" stream_id: 1 ready: true credit: 3 worker_name: "w1" }
+      lanes_in_use: 1 lane_count: 64 pause_commands: "orders"
+    )pb");
+  });
+  const Outcome run = Ferryctl({"status", Server(), "--timeout=20s"});
+  EXPECT_EXIT_CODE(run, 0);
+  EXPECT_THAT(run.out, HasSubstr("replica ferry-a  group orders-ferry"));
+  EXPECT_THAT(run.out, HasSubstr("pause commands: orders"));
+  EXPECT_THAT(run.out, HasSubstr("LOWEST-UNFINISHED"));
+  EXPECT_THAT(run.out, HasSubstr("fetch-paused"));
+  EXPECT_THAT(run.out, HasSubstr("billing"));
+  EXPECT_THAT(run.err, IsEmpty());
+  EXPECT_THAT(Calls(), ElementsAre("GetStatus"));
+  absl::MutexLock lock(&fake_.mu);
+  // No token given: no authorization metadata.
+  EXPECT_THAT(fake_.authorizations, ElementsAre(""));
+}
+
+TEST_F(FerryctlTest, StatusJsonIsTheResponse) {
+  Configure([](FakeControl& fake) {
+    fake.status_response = Parse<v1::GetStatusResponse>(R"pb(
+      replica: "ferry-a" group_id: "g"
+      partitions { topic: "orders" partition: 0 committed_offset: 7 end_offset: 9 lag: 2 }
+    )pb");
+  });
+  const Outcome run = Ferryctl({"status", Server(), "--output=json"});
+  EXPECT_EXIT_CODE(run, 0);
+  v1::GetStatusResponse printed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &printed).ok()) << run.out;
+  absl::MutexLock lock(&fake_.mu);
+  EXPECT_TRUE(MessageDifferencer::Equals(printed, fake_.status_response)) << run.out;
+  EXPECT_EQ(run.out.find('\n'), run.out.size() - 1) << "one JSON object on one line";
+}
+
+TEST_F(FerryctlTest, PauseSelectedPartitions) {
+  Configure([](FakeControl& fake) {
+    fake.pause_response = Parse<v1::PauseResponse>(R"pb(
+      partitions { topic: "orders" partition: 0 }
+      partitions { topic: "orders" partition: 3 }
+      control_offset: 41
+    )pb");
+  });
+  const Outcome run = Ferryctl({"pause", "--topic", "orders", "--partitions", "0,3", Server()});
+  EXPECT_EXIT_CODE(run, 0);
+  EXPECT_THAT(run.out, HasSubstr("paused 2 partitions (control offset 41)"));
+  EXPECT_THAT(run.out, HasSubstr("orders  0,3"));
+  absl::MutexLock lock(&fake_.mu);
+  ASSERT_EQ(fake_.pause_requests.size(), 1u);
+  EXPECT_TRUE(MessageDifferencer::Equals(
+      fake_.pause_requests[0],
+      Parse<v1::PauseRequest>(R"pb(topic: "orders" partitions: 0 partitions: 3)pb")))
+      << fake_.pause_requests[0].DebugString();
+}
+
+TEST_F(FerryctlTest, PauseKafkaTopicSpellingWithRanges) {
+  const Outcome run = Ferryctl({"pause", "--topic=orders:0-2,5", Server()});
+  EXPECT_EXIT_CODE(run, 0);
+  absl::MutexLock lock(&fake_.mu);
+  ASSERT_EQ(fake_.pause_requests.size(), 1u);
+  EXPECT_EQ(fake_.pause_requests[0].topic(), "orders");
+  EXPECT_THAT(fake_.pause_requests[0].partitions(), ElementsAre(0, 1, 2, 5));
+  EXPECT_FALSE(fake_.pause_requests[0].all());
+}
+
+TEST_F(FerryctlTest, ResumeAll) {
+  Configure([](FakeControl& fake) {
+    fake.resume_response = Parse<v1::ResumeResponse>(R"pb(
+      partitions { topic: "orders" partition: 0 }
+      partitions { topic: "audit" partition: 0 }
+      control_offset: 42
+    )pb");
+  });
+  const Outcome run = Ferryctl({"resume", "--all", Server()});
+  EXPECT_EXIT_CODE(run, 0);
+  EXPECT_THAT(run.out, HasSubstr("resumed 2 partitions (control offset 42)"));
+  EXPECT_THAT(run.out, HasSubstr("audit"));
+  absl::MutexLock lock(&fake_.mu);
+  ASSERT_EQ(fake_.resume_requests.size(), 1u);
+  EXPECT_TRUE(MessageDifferencer::Equals(fake_.resume_requests[0],
+                                         Parse<v1::ResumeRequest>("all: true")))
+      << fake_.resume_requests[0].DebugString();
+}
+
+TEST_F(FerryctlTest, SelectionUsageErrors) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"pause", Server()},                                  // nothing selected
+           {"pause", "--all", "--topic=orders", Server()},       // both
+           {"resume", "--partitions=0", Server()},               // partitions of what?
+           {"pause", "--topic=orders", "--partitions=x", Server()},
+           {"pause", "--topic=orders:1", "--partitions=2", Server()},
+           {"pause", "--topic=orders:", Server()},
+           {"pause", "--all", "--dry-run", Server()},            // not a pause flag
+           {"pause", "--all", "--output=yaml", Server()},
+       }) {
+    const Outcome run = Ferryctl(args);
+    EXPECT_EXIT_CODE(run, 2);
+    EXPECT_THAT(run.err, HasSubstr("usage: ferryctl"));
+  }
+  EXPECT_THAT(Calls(), IsEmpty());
+}
+
+TEST_F(FerryctlTest, ResetToDatetimeSendsMilliseconds) {
+  Configure([](FakeControl& fake) {
+    fake.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
+      partitions { topic: "orders" partition: 0 current_offset: 90 new_offset: 40
+                   earliest_offset: 0 end_offset: 100 applied: true applied_by: "ferry-a" }
+      control_offset: 43
+    )pb");
+  });
+  const Outcome utc =
+      Ferryctl({"reset", "--topic", "orders", "--to-datetime", "2026-12-01T10:00:00Z", Server()});
+  EXPECT_EXIT_CODE(utc, 0);
+  EXPECT_THAT(utc.out, HasSubstr("control offset 43: 1 of 1 partition applied"));
+  EXPECT_THAT(utc.out, HasSubstr("ferry-a"));
+  const Outcome offset = Ferryctl(
+      {"reset", "--topic=orders", "--to_datetime=2026-12-01T12:00:00.250+02:00", Server()});
+  EXPECT_EXIT_CODE(offset, 0);
+
+  const int64_t expected = absl::ToUnixMillis(
+      absl::FromCivil(absl::CivilSecond(2026, 12, 1, 10, 0, 0), absl::UTCTimeZone()));
+  absl::MutexLock lock(&fake_.mu);
+  ASSERT_EQ(fake_.reset_requests.size(), 2u);
+  const v1::ResetOffsetsRequest& first = fake_.reset_requests[0];
+  EXPECT_EQ(first.to_case(), v1::ResetOffsetsRequest::kToTimestampMs);
+  EXPECT_EQ(first.to_timestamp_ms(), expected);
+  EXPECT_EQ(first.topic(), "orders");
+  EXPECT_THAT(first.partitions(), IsEmpty());
+  EXPECT_FALSE(first.dry_run());
+  EXPECT_EQ(first.wait_ms(), 0) << "no --wait: the server's default";
+  EXPECT_EQ(fake_.reset_requests[1].to_timestamp_ms(), expected + 250);
+}
+
+TEST_F(FerryctlTest, ResetDryRunInBothSpellings) {
+  Configure([](FakeControl& fake) {
+    fake.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
+      partitions { topic: "orders" partition: 3 current_offset: 90 new_offset: 0 }
+      dry_run: true control_offset: -1
+    )pb");
+  });
+  for (const char* flag : {"--dry-run", "--dry_run"}) {
+    const Outcome run = Ferryctl({"reset", "--topic", "orders", "--partitions", "3", "--to-earliest",
+                              flag, Server()});
+    // applied=false is what a dry run answers: still exit 0.
+    EXPECT_EXIT_CODE(run, 0);
+    EXPECT_THAT(run.out, HasSubstr("dry run, nothing changed"));
+  }
+  absl::MutexLock lock(&fake_.mu);
+  ASSERT_EQ(fake_.reset_requests.size(), 2u);
+  for (const v1::ResetOffsetsRequest& request : fake_.reset_requests) {
+    EXPECT_TRUE(request.dry_run());
+    EXPECT_EQ(request.to_case(), v1::ResetOffsetsRequest::kToEarliest);
+    EXPECT_THAT(request.partitions(), ElementsAre(3));
+  }
+}
+
+TEST_F(FerryctlTest, ResetToOffsetZeroAndWait) {
+  Configure([](FakeControl& fake) {
+    fake.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
+      partitions { topic: "orders" partition: 1 new_offset: 0 applied: true }
+    )pb");
+  });
+  const Outcome run = Ferryctl(
+      {"reset", "--topic=orders", "--partitions=1", "--to-offset=0", "--wait=2500ms", Server()});
+  EXPECT_EXIT_CODE(run, 0);
+  const Outcome latest = Ferryctl({"reset", "--topic=orders", "--to-latest", Server()});
+  EXPECT_EXIT_CODE(latest, 0);
+  absl::MutexLock lock(&fake_.mu);
+  ASSERT_EQ(fake_.reset_requests.size(), 2u);
+  EXPECT_EQ(fake_.reset_requests[0].to_case(), v1::ResetOffsetsRequest::kToOffset);
+  EXPECT_EQ(fake_.reset_requests[0].to_offset(), 0);
+  EXPECT_EQ(fake_.reset_requests[0].wait_ms(), 2500);
+  EXPECT_EQ(fake_.reset_requests[1].to_case(), v1::ResetOffsetsRequest::kToLatest);
+}
+
+TEST_F(FerryctlTest, ResetNeedsExactlyOneTarget) {
+  const Outcome two = Ferryctl({"reset", "--topic=orders", "--to-earliest", "--to-offset=5", Server()});
+  EXPECT_EXIT_CODE(two, 2);
+  EXPECT_THAT(two.err, HasSubstr("give exactly one of --to-datetime, --to-earliest, --to-latest, "
+                                 "--to-offset (got --to-earliest and --to-offset)"));
+  EXPECT_THAT(two.err, HasSubstr("usage: ferryctl reset --topic=T"));
+  const Outcome none = Ferryctl({"reset", "--topic=orders", Server()});
+  EXPECT_EXIT_CODE(none, 2);
+  EXPECT_THAT(none.err, HasSubstr("(got none)"));
+  const Outcome bad_time = Ferryctl({"reset", "--topic=orders", "--to-datetime=yesterday", Server()});
+  EXPECT_EXIT_CODE(bad_time, 2);
+  EXPECT_THAT(bad_time.err, HasSubstr("2026-12-01T10:00:00Z"));
+  const Outcome no_topic = Ferryctl({"reset", "--to-latest", Server()});
+  EXPECT_EXIT_CODE(no_topic, 2);
+  EXPECT_THAT(no_topic.err, HasSubstr("--topic=T is required"));
+  EXPECT_THAT(Calls(), IsEmpty());
+}
+
+TEST_F(FerryctlTest, ResetNotAppliedExits3) {
+  Configure([](FakeControl& fake) {
+    fake.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
+      partitions { topic: "orders" partition: 0 new_offset: 4 applied: true applied_by: "ferry-a" }
+      partitions { topic: "orders" partition: 1 new_offset: 4 applied: false }
+      control_offset: 44
+    )pb");
+  });
+  const Outcome run = Ferryctl({"reset", "--topic=orders", "--to-offset=4", Server()});
+  EXPECT_EXIT_CODE(run, 3);
+  EXPECT_THAT(run.out, HasSubstr("1 of 2 partitions applied"));
+  EXPECT_THAT(run.out, HasSubstr("not applied in time"));
+  // Also with --output=json: scripts get the code without parsing.
+  const Outcome json = Ferryctl({"reset", "--topic=orders", "--to-offset=4", "--output=json", Server()});
+  EXPECT_EXIT_CODE(json, 3);
+  EXPECT_THAT(json.out, HasSubstr("\"applied\":false"));
+}
+
+TEST_F(FerryctlTest, Skip) {
+  fake_.skip_response =
+      Parse<v1::SkipOffsetResponse>(R"pb(outcome: "dead_lettered" applied_by: "ferry-b")pb");
+  const Outcome run =
+      Ferryctl({"skip", "--topic", "orders", "--partition", "3", "--offset", "1234", Server()});
+  EXPECT_EXIT_CODE(run, 0);
+  EXPECT_THAT(run.out, HasSubstr("orders/3 offset 1234: dead_lettered"));
+  EXPECT_THAT(run.out, HasSubstr("applied by ferry-b"));
+  const Outcome missing = Ferryctl({"skip", "--topic", "orders", "--offset", "1234", Server()});
+  EXPECT_EXIT_CODE(missing, 2);
+  EXPECT_THAT(missing.err, HasSubstr("--partition is required"));
+  absl::MutexLock lock(&fake_.mu);
+  ASSERT_EQ(fake_.skip_requests.size(), 1u);
+  EXPECT_TRUE(MessageDifferencer::Equals(
+      fake_.skip_requests[0],
+      Parse<v1::SkipOffsetRequest>(R"pb(topic: "orders" partition: 3 offset: 1234)pb")))
+      << fake_.skip_requests[0].DebugString();
+}
+
+TEST_F(FerryctlTest, ErrorResponseExits1WithTheCode) {
+  Configure([](FakeControl& fake) {
+    fake.error = grpc::Status(grpc::StatusCode::NOT_FOUND,
+                               "topic \"x\" is not consumed by ferry (topics: orders)");
+  });
+  const Outcome run = Ferryctl({"pause", "--topic=x", Server()});
+  EXPECT_EXIT_CODE(run, 1);
+  EXPECT_EQ(run.err, "ferryctl: NOT_FOUND: topic \"x\" is not consumed by ferry (topics: orders)\n");
+  EXPECT_THAT(run.out, IsEmpty());
+
+  Configure([](FakeControl& fake) {
+    fake.error = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "offset 5 is not in flight");
+  });
+  const Outcome skip = Ferryctl({"skip", "--topic=orders", "--partition=0", "--offset=5", Server()});
+  EXPECT_EXIT_CODE(skip, 1);
+  EXPECT_EQ(skip.err, "ferryctl: FAILED_PRECONDITION: offset 5 is not in flight\n");
+}
+
+TEST_F(FerryctlTest, UnreachableServerExits1) {
+  const int port = port_;
+  server_->Shutdown();
+  server_.reset();
+  // Nothing listens there any more (the port stays reserved for a while
+  // after close, and ferryctl fails fast on a refused connection).
+  const Outcome run = Ferryctl({"status", absl::StrCat("--server=127.0.0.1:", port), "--timeout=20s"});
+  EXPECT_EXIT_CODE(run, 1);
+  EXPECT_THAT(run.err, HasSubstr("ferryctl: UNAVAILABLE"));
+}
+
+TEST_F(FerryctlTest, BearerTokenFromFileOrEnvironment) {
+  const std::string token_file = TempPath("token");
+  std::ofstream(token_file) << "s3cret\n";
+  EXPECT_EXIT_CODE(Ferryctl({"status", Server(), "--token_file=" + token_file}), 0);
+  EXPECT_EXIT_CODE(Ferryctl({"status", Server()}, {"FERRY_CONTROL_TOKEN=from-env"}), 0);
+  // The file wins over the environment; the dashed spelling works too.
+  EXPECT_EXIT_CODE(
+      Ferryctl({"status", Server(), "--token-file", token_file}, {"FERRY_CONTROL_TOKEN=other"}),
+      0);
+  {
+    absl::MutexLock lock(&fake_.mu);
+    EXPECT_THAT(fake_.authorizations,
+                ElementsAre("Bearer s3cret", "Bearer from-env", "Bearer s3cret"));
+  }
+  const Outcome missing = Ferryctl({"status", Server(), "--token_file=" + TempPath("no-such-file")});
+  EXPECT_EXIT_CODE(missing, 2);
+  EXPECT_THAT(missing.err, HasSubstr("cannot read --token_file="));
+  EXPECT_EQ(Calls().size(), 3u);
+}
+
+TEST_F(FerryctlTest, MutualTls) {
+  const std::string dir = "clients/ferryctl/testdata/";
+  grpc::SslServerCredentialsOptions options(
+      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = ReadFile(dir + "ca.pem");
+  options.pem_key_cert_pairs.push_back(
+      {ReadFile(dir + "server.key"), ReadFile(dir + "server.pem")});
+  ASSERT_FALSE(options.pem_root_certs.empty());
+  StartServer(grpc::SslServerCredentials(options));
+
+  // The certificate names ferry.test, not 127.0.0.1: --tls_server_name.
+  const Outcome run = Ferryctl({"status", Server(), "--tls_ca=" + dir + "ca.pem",
+                            "--tls_cert=" + dir + "client.pem", "--tls_key=" + dir + "client.key",
+                            "--tls-server-name=ferry.test"});
+  EXPECT_EXIT_CODE(run, 0);
+  EXPECT_THAT(Calls(), ElementsAre("GetStatus"));
+
+  // Without a client certificate the handshake fails: a failed call.
+  const Outcome no_cert = Ferryctl(
+      {"status", Server(), "--tls_ca=" + dir + "ca.pem", "--tls_server_name=ferry.test"});
+  EXPECT_EXIT_CODE(no_cert, 1);
+  EXPECT_THAT(no_cert.err, HasSubstr("ferryctl: UNAVAILABLE"));
+  // A plaintext client cannot talk to it either.
+  EXPECT_EXIT_CODE(Ferryctl({"status", Server()}), 1);
+  // Client certificate flags without TLS are a usage error.
+  const Outcome no_ca = Ferryctl({"status", Server(), "--tls_cert=" + dir + "client.pem",
+                              "--tls_key=" + dir + "client.key"});
+  EXPECT_EXIT_CODE(no_ca, 2);
+  EXPECT_THAT(no_ca.err, HasSubstr("add --tls_ca=CA.pem"));
+  EXPECT_THAT(Calls(), ElementsAre("GetStatus"));
+}
+
+TEST_F(FerryctlTest, MetricsFlagKeepsTheMetricsView) {
+  // Pointing --metrics at the gRPC port: ferryctl must scrape it over HTTP
+  // (and fail, it is not a metrics endpoint), not call GetStatus.
+  const Outcome run = Ferryctl(
+      {"status", absl::StrCat("--metrics=127.0.0.1:", port_), "--interval=100ms", "--timeout=5s"});
+  EXPECT_EXIT_CODE(run, 1);
+  EXPECT_THAT(run.err, HasSubstr("cannot read ferry's metrics at 127.0.0.1:"));
+  EXPECT_THAT(Calls(), IsEmpty());
+  // Control flags do not mix with the metrics view.
+  const Outcome mixed = Ferryctl({"status", "--metrics=127.0.0.1:1", "--output=json"});
+  EXPECT_EXIT_CODE(mixed, 2);
+  EXPECT_THAT(mixed.err, HasSubstr("--output does not apply to ferryctl status --metrics"));
+}
+
+TEST_F(FerryctlTest, UsageAndHelp) {
+  const Outcome unknown = Ferryctl({"rewind", Server()});
+  EXPECT_EXIT_CODE(unknown, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown command \"rewind\""));
+  EXPECT_THAT(unknown.err, HasSubstr("commands: status, pause, resume, reset, skip"));
+  const Outcome none = Ferryctl({});
+  EXPECT_EXIT_CODE(none, 2);
+  const Outcome flag = Ferryctl({"status", "--bogus"});
+  EXPECT_EXIT_CODE(flag, 2);
+  EXPECT_THAT(flag.err, HasSubstr("unknown flag --bogus"));
+  const Outcome help = Ferryctl({"--help"});
+  EXPECT_EXIT_CODE(help, 0);
+  EXPECT_THAT(help.out, HasSubstr("Exit codes:"));
+  EXPECT_THAT(help.out, HasSubstr("3  reset: not every partition was applied"));
+  EXPECT_THAT(Calls(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace ferry::ferryctl
