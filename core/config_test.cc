@@ -741,4 +741,105 @@ processors:
 }
 
 }  // namespace
+
+TEST(ConfigTest, ControlAndTlsSections) {
+  absl::StatusOr<Config> config = ParseConfig(absl::StrCat(R"(kafka:
+  group.id: payments
+  security.protocol: SASL_SSL
+  sasl.mechanism: SCRAM-SHA-512
+  sasl.username: ferry
+topics:
+  - name: orders
+processors:
+  - name: default
+    target: dns:///workers:50051
+    tls:
+      ca_file: /etc/ferry/workers/ca.crt
+      cert_file: /etc/ferry/workers/tls.crt
+      key_file: /etc/ferry/workers/tls.key
+      server_name: workers.example
+server:
+  tls:
+    cert_file: /etc/ferry/tls/tls.crt
+    key_file: /etc/ferry/tls/tls.key
+    client_ca_file: /etc/ferry/tls/ca.crt
+control:
+  token_file: /etc/ferry/token/token
+  catch_up_timeout: 3s
+)"), "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  // Kafka security settings pass through unchanged.
+  EXPECT_EQ(config->kafka.at("security.protocol"), "SASL_SSL");
+  EXPECT_EQ(config->kafka.at("sasl.mechanism"), "SCRAM-SHA-512");
+  EXPECT_TRUE(config->server_tls.enabled);
+  EXPECT_EQ(config->server_tls.cert_file, "/etc/ferry/tls/tls.crt");
+  EXPECT_EQ(config->server_tls.ca_file, "/etc/ferry/tls/ca.crt");
+  const TlsFiles& worker_tls = config->processors[0].tls;
+  EXPECT_TRUE(worker_tls.enabled);
+  EXPECT_EQ(worker_tls.ca_file, "/etc/ferry/workers/ca.crt");
+  EXPECT_EQ(worker_tls.server_name, "workers.example");
+  EXPECT_EQ(config->control_token_file, "/etc/ferry/token/token");
+  EXPECT_EQ(config->control_catch_up_timeout, absl::Seconds(3));
+  // The control topic defaults from the group id.
+  EXPECT_EQ(config->control_topic, "ferry.control.payments");
+}
+
+TEST(ConfigTest, ControlTopicDefaultIsAValidTopicName) {
+  absl::StatusOr<Config> config =
+      ParseConfig(absl::StrCat("kafka:\n  group.id: team/payments v2\n", kMinimal), "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->control_topic, "ferry.control.team_payments_v2");
+  config = ParseConfig(kMinimal, "ferry.yaml");
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->control_topic, "ferry.control.ferry");
+  EXPECT_FALSE(config->server_tls.enabled);
+  EXPECT_TRUE(config->control_token_file.empty());
+}
+
+TEST(ConfigTest, ControlAndTlsErrors) {
+  std::string message =
+      ExpectError(absl::StrCat(kMinimal, "control:\n  topic: bad topic!\n"), 7, "control.topic");
+  EXPECT_THAT(message, HasSubstr("not a valid Kafka topic name"));
+  message = ExpectError(absl::StrCat(kMinimal, "control:\n  topic: orders\n"), 1, "control.topic");
+  EXPECT_THAT(message, HasSubstr("also listed under topics"));
+  message = ExpectError(absl::StrCat(kMinimal, "control:\n  token: abc\n"), 7, "control.token");
+  EXPECT_THAT(message, HasSubstr("known keys: token_file, topic, catch_up_timeout"));
+  message = ExpectError(absl::StrCat(kMinimal, "server:\n  tls:\n    key_file: /k\n"), 8,
+                        "server.tls");
+  EXPECT_THAT(message, HasSubstr("cert_file and key_file go together"));
+  message = ExpectError(absl::StrCat(kMinimal, "server:\n  tls:\n    client_ca_file: /ca\n"), 8,
+                        "server.tls.cert_file");
+  EXPECT_THAT(message, HasSubstr("remove `tls:` to serve plaintext"));
+  // A processor's tls takes ca_file, not client_ca_file.
+  ExpectError(R"(topics:
+  - name: orders
+processors:
+  - name: default
+    target: ipv4:127.0.0.1:50051
+    tls:
+      client_ca_file: /ca
+)",
+              7, "processors[0].tls.client_ca_file");
+}
+
+TEST(ConfigTest, EnvironmentVariablesExpand) {
+  setenv("FERRY_TEST_POD_NAME", "ferry-7d9f-abcde", 1);
+  setenv("FERRY_TEST_GROUP", "orders", 1);
+  absl::StatusOr<Config> config = ParseConfig(absl::StrCat(R"(kafka:
+  client.id: ${FERRY_TEST_POD_NAME}
+  group.id: ferry-${FERRY_TEST_GROUP}-v1
+)", kMinimal), "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->kafka.at("client.id"), "ferry-7d9f-abcde");
+  EXPECT_EQ(config->kafka.at("group.id"), "ferry-orders-v1");
+
+  unsetenv("FERRY_TEST_UNSET");
+  std::string message = ExpectError(
+      absl::StrCat("kafka:\n  client.id: ${FERRY_TEST_UNSET}\n", kMinimal), 2, "kafka.client.id");
+  EXPECT_THAT(message, HasSubstr("environment variable FERRY_TEST_UNSET is not set"));
+  message = ExpectError(absl::StrCat("kafka:\n  client.id: ${OOPS\n", kMinimal), 2,
+                        "kafka.client.id");
+  EXPECT_THAT(message, HasSubstr("without a closing"));
+}
+
 }  // namespace ferry

@@ -286,7 +286,8 @@ absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t
     const std::optional<int64_t> lowest = entry->second.state.LowestUnfinished();
     std::string state = "it is not in flight";
     if (lowest.has_value() && offset > *lowest && entry->second.state.Pending() > 0) {
-      state = "it is not in flight (still queued, or not consumed yet)";
+      state = "it is not in flight (queued behind the commit blocker, already finished, or "
+              "not consumed yet)";
     } else if (!lowest.has_value() || offset < *lowest) {
       state = "it is already finished or not consumed in this assignment";
     }
@@ -696,7 +697,7 @@ void Engine::RequeueStreamEventsLocked(int64_t stream_id) {
     queued.redelivery = true;
     queued.queued_at = now;
     if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
-    EnqueueLocked(std::move(queued), /*front=*/true);
+    EnqueueLocked(std::move(queued), /*front=*/true, /*even_if_paused=*/true);
   }
   auto stream = streams_.find(stream_id);
   if (stream != streams_.end()) {
@@ -758,7 +759,8 @@ void Engine::OnTimer() {
     retries_.erase(retries_.begin());
     queued.queued_at = now;
     if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
-    EnqueueLocked(std::move(queued), /*front=*/true);
+    // A retry was dispatched before: it finishes even while paused.
+    EnqueueLocked(std::move(queued), /*front=*/true, /*even_if_paused=*/true);
     changed = true;
   }
   while (!dead_letter_retries_.empty() && dead_letter_retries_.begin()->first <= now) {
@@ -892,8 +894,8 @@ EngineSnapshot Engine::Snapshot() const {
   return snapshot;
 }
 
-void Engine::EnqueueLocked(QueuedEvent queued, bool front) {
-  if (paused_partitions_ > 0) {
+void Engine::EnqueueLocked(QueuedEvent queued, bool front, bool even_if_paused) {
+  if (paused_partitions_ > 0 && !even_if_paused) {
     auto it = partitions_.find(TopicPartition{queued.event.topic(), queued.event.partition()});
     if (it != partitions_.end() && it->second.paused) {
       if (front) {

@@ -305,7 +305,10 @@ class Engine {
 
   int ProcessorFor(const std::string& type) const;
   Ordering OrderingFor(const std::string& topic) const;
-  void EnqueueLocked(QueuedEvent queued, bool front) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Into its lane (or unordered queue); set aside instead when its partition
+  // is paused, unless `even_if_paused` (a retry of a dispatched event).
+  void EnqueueLocked(QueuedEvent queued, bool front, bool even_if_paused = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkLaneReadyLocked(int lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DispatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The event reached a terminal result: finish its offset, free its budget.
