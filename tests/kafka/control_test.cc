@@ -204,6 +204,24 @@ TEST_F(ControlTest, PauseResumeResetAcrossReplicas) {
     EXPECT_EQ(status.group_id(), kGroup);
   }
 
+  // The operator's CLI against the real server: JSON status, and a usage
+  // error without a token file gets UNAUTHENTICATED (exit 1).
+  {
+    absl::StatusOr<Subprocess> ctl = Subprocess::Start(
+        {"clients/ferryctl/ferryctl", "status", absl::StrCat("--server=127.0.0.1:", port_a),
+         absl::StrCat("--token_file=", token_file), "--output=json"},
+        TempPath("ferryctl-status.log"));
+    ASSERT_TRUE(ctl.ok()) << ctl.status();
+    EXPECT_EQ(ctl->Wait(absl::Seconds(60)).value_or(-1), 0) << ctl->Log();
+    EXPECT_TRUE(absl::StrContains(ctl->Log(), "\"replica\":\"replica-a\"")) << ctl->Log();
+    absl::StatusOr<Subprocess> refused = Subprocess::Start(
+        {"clients/ferryctl/ferryctl", "status", absl::StrCat("--server=127.0.0.1:", port_a)},
+        TempPath("ferryctl-refused.log"));
+    ASSERT_TRUE(refused.ok()) << refused.status();
+    EXPECT_EQ(refused->Wait(absl::Seconds(60)).value_or(-1), 1) << refused->Log();
+    EXPECT_TRUE(absl::StrContains(refused->Log(), "UNAUTHENTICATED")) << refused->Log();
+  }
+
   // Reflection lists the services.
   const std::string listing = ReflectionListing(a.channel());
   EXPECT_TRUE(absl::StrContains(listing, "ferry.v1.Control")) << listing;
