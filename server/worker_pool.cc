@@ -7,10 +7,14 @@
 #include <string>
 #include <utility>
 
+#include <grpcpp/generic/generic_stub.h>
+
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "core/worker_stream.h"
 #include "ferry/v1/processor.grpc.pb.h"
+#include "server/tls_credentials.h"
 
 namespace ferry {
 namespace {
@@ -18,6 +22,10 @@ namespace {
 constexpr absl::Duration kInitialBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
 constexpr absl::Duration kChannelSettleTime = absl::Milliseconds(50);
+// How often a channel that keeps failing to connect is logged again.
+constexpr absl::Duration kFailureLogInterval = absl::Seconds(30);
+// Bounds a connection probe (it normally fails at once) and so Stop().
+constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
 
 absl::Duration BackoffFor(int failures) {
   absl::Duration backoff = kInitialBackoff;
@@ -190,18 +198,46 @@ class WorkerPool::StreamReactor final
   std::string worker_name_ ABSL_GUARDED_BY(mu_);
 };
 
+absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const Config& config,
+                                                               Engine* engine,
+                                                               WorkerPoolStats* stats) {
+  auto pool = std::make_unique<WorkerPool>(config, engine, stats);
+  if (absl::Status built = pool->BuildCredentials(); !built.ok()) return built;
+  return pool;
+}
+
 WorkerPool::WorkerPool(const Config& config, Engine* engine, WorkerPoolStats* stats)
     : config_(config), engine_(engine), stats_(stats) {}
 
 WorkerPool::~WorkerPool() { Stop(); }
 
+absl::Status WorkerPool::BuildCredentials() {
+  credentials_.clear();
+  for (size_t p = 0; p < config_.processors.size(); ++p) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> built =
+        ChannelCredentialsFor(config_.processors[p].tls, absl::StrCat("processors[", p, "].tls"));
+    if (!built.ok()) {
+      credentials_.clear();
+      return built.status();
+    }
+    credentials_.push_back(*std::move(built));
+  }
+  return absl::OkStatus();
+}
 
 void WorkerPool::Start() {
+  if (credentials_.size() != config_.processors.size()) {  // constructed, not Create()d
+    if (absl::Status built = BuildCredentials(); !built.ok()) {
+      LogError("workers", built.message(), "; no processor is dialed");
+      return;
+    }
+  }
   started_ = true;
   // Called with the engine's mutex held: only sets a flag.
   engine_->SetStreamResetter(
       [](WorkerStream* stream) { static_cast<StreamReactor*>(stream)->RequestReset(); });
-  for (const ProcessorConfig& processor : config_.processors) {
+  for (size_t p = 0; p < config_.processors.size(); ++p) {
+    const ProcessorConfig& processor = config_.processors[p];
     grpc::ChannelArguments arguments;
     arguments.SetLoadBalancingPolicyName("round_robin");
     arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -209,12 +245,12 @@ void WorkerPool::Start() {
     arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
     arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
     arguments.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
-    auto channel = grpc::CreateCustomChannel(processor.target,
-                                             grpc::InsecureChannelCredentials(), arguments);
+    AddTlsChannelArguments(processor.tls, &arguments);
+    auto channel = grpc::CreateCustomChannel(processor.target, credentials_[p], arguments);
     stubs_.push_back(v1::Processor::NewStub(channel));
     channels_.push_back(std::move(channel));
     LogInfo("workers", "processor ", processor.name, ": dialing ", processor.target, " with ",
-            processor.streams, " streams");
+            processor.streams, " streams (", DescribeChannelTls(processor.tls), ")");
   }
   absl::MutexLock lock(&mu_);
   for (size_t p = 0; p < config_.processors.size(); ++p) {
@@ -227,6 +263,8 @@ void WorkerPool::Start() {
     }
   }
   channel_ready_since_.assign(config_.processors.size(), absl::InfiniteFuture());
+  failing_since_.assign(config_.processors.size(), absl::InfiniteFuture());
+  next_failure_log_.assign(config_.processors.size(), absl::InfinitePast());
   // Streams are opened by the reconnect loop once their channel is READY.
   reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
 }
@@ -287,12 +325,36 @@ void WorkerPool::ReconnectLoop() {
     // stream the moment the first address connects would put them all on
     // that one worker. While a channel is not READY gRPC reconnects it with
     // its own backoff.
+    std::vector<int> to_probe;
     for (size_t p = 0; p < channels_.size(); ++p) {
-      if (channels_[p]->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) {
+      const grpc_connectivity_state state = channels_[p]->GetState(/*try_to_connect=*/true);
+      if (state == GRPC_CHANNEL_READY) {
         if (channel_ready_since_[p] == absl::InfiniteFuture()) channel_ready_since_[p] = now;
+        if (failing_since_[p] != absl::InfiniteFuture()) {
+          LogInfo("workers", "processor ", config_.processors[p].name, ": connected to ",
+                  config_.processors[p].target, " after failing for ",
+                  absl::FormatDuration(absl::Trunc(now - failing_since_[p], absl::Seconds(1))));
+          failing_since_[p] = absl::InfiniteFuture();
+          next_failure_log_[p] = absl::InfinitePast();
+        }
       } else {
         channel_ready_since_[p] = absl::InfiniteFuture();
       }
+      // round_robin stays in TRANSIENT_FAILURE while it retries, so this is
+      // one failure episode however many attempts it makes.
+      if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+        if (failing_since_[p] == absl::InfiniteFuture()) failing_since_[p] = now;
+        if (now >= next_failure_log_[p]) {
+          next_failure_log_[p] = now + kFailureLogInterval;
+          ++probes_in_flight_;
+          to_probe.push_back(static_cast<int>(p));
+        }
+      }
+    }
+    if (!to_probe.empty()) {
+      mu_.Unlock();
+      for (int p : to_probe) StartConnectProbe(p);
+      mu_.Lock();
     }
     std::vector<StreamReactor*> opened;
     for (auto& slot : slots_) {
@@ -327,9 +389,55 @@ void WorkerPool::Stop() {
   }
   for (StreamReactor* reactor : live) reactor->Close();
   absl::MutexLock lock(&mu_);
+  // Probes call back into the pool; each ends within kProbeTimeout.
   mu_.Await(absl::Condition(
-      +[](int* open) { return *open == 0; }, &open_streams_));
+      +[](WorkerPool* pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool->mu_) {
+        return pool->open_streams_ == 0 && pool->probes_in_flight_ == 0;
+      },
+      this));
   DeleteFinishedLocked();
+}
+
+// A fail-fast call on a channel in TRANSIENT_FAILURE fails at once, with
+// gRPC's last connection error as its message: the only place the C++ API
+// tells why (a refused port, a certificate that does not verify, ...).
+struct WorkerPool::ConnectProbe {
+  explicit ConnectProbe(std::shared_ptr<grpc::Channel> channel) : stub(std::move(channel)) {}
+  grpc::GenericStub stub;
+  grpc::ClientContext context;
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer response;
+};
+
+void WorkerPool::StartConnectProbe(int p) {
+  auto* probe = new ConnectProbe(channels_[p]);
+  probe->context.set_deadline(absl::ToChronoTime(absl::Now() + kProbeTimeout));
+  grpc::Slice empty(std::string{});
+  probe->request = grpc::ByteBuffer(&empty, 1);
+  // Not a Processor method: should the channel connect meanwhile, the worker
+  // answers UNIMPLEMENTED and nothing else happens.
+  probe->stub.UnaryCall(
+      &probe->context, "/ferry.v1.Processor/ConnectionProbe", grpc::StubOptions(),
+      &probe->request, &probe->response, [this, p, probe](grpc::Status status) {
+        if (!status.ok() && status.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+          const ProcessorConfig& processor = config_.processors[p];
+          absl::Duration failing;
+          {
+            absl::MutexLock lock(&mu_);
+            failing = absl::Now() - failing_since_[p];
+          }
+          LogWarn("workers", "processor ", processor.name, ": cannot connect to ",
+                  processor.target, " (", DescribeChannelTls(processor.tls),
+                  failing >= absl::Seconds(1)
+                      ? absl::StrCat(", failing for ",
+                                     absl::FormatDuration(absl::Trunc(failing, absl::Seconds(1))))
+                      : std::string(),
+                  "): ", status.error_message(), "; retrying");
+        }
+        delete probe;  // gRPC allows freeing the context in the callback
+        absl::MutexLock lock(&mu_);
+        --probes_in_flight_;
+      });
 }
 
 int WorkerPool::OpenStreams() const {

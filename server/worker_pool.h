@@ -8,6 +8,13 @@
 // backoff with jitter, so a restarted worker is picked up without operator
 // action.
 //
+// With `tls:` on a processor the channel is TLS (server/tls_credentials.h):
+// the workers' certificate is verified and, with cert_file/key_file, ferry
+// presents a client certificate. A failed handshake is a connect failure
+// like any other: the channel retries with backoff. A channel that cannot
+// connect is logged with gRPC's last connection error (e.g. `Peer name x is
+// not in peer certificate`), when it starts failing and every 30 s after.
+//
 // Threading: Start/Stop from the owner. Stream reactors run on gRPC's callback
 // threads and never block; one internal thread reopens streams after backoff.
 #ifndef FERRY_SERVER_WORKER_POOL_H_
@@ -20,6 +27,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/config.h"
@@ -31,7 +40,15 @@ namespace ferry {
 
 class WorkerPool {
  public:
-  // `stats` may be null; it must outlive the pool.
+  // Builds every processor's channel credentials. A processor `tls:` whose
+  // files cannot be used is an error naming the key, e.g.
+  // `processors[0].tls.ca_file: cannot read /x: No such file or directory`:
+  // ferry must not start then, as no worker could ever be reached. Nothing
+  // is dialed until Start(). `stats` may be null; it must outlive the pool.
+  static absl::StatusOr<std::unique_ptr<WorkerPool>> Create(const Config& config, Engine* engine,
+                                                            WorkerPoolStats* stats = nullptr);
+  // Prefer Create(). With this constructor the credentials are built in
+  // Start(), which can only log a failure (and then dials nothing).
   WorkerPool(const Config& config, Engine* engine, WorkerPoolStats* stats = nullptr);
   ~WorkerPool();
 
@@ -62,9 +79,16 @@ class WorkerPool {
   void DeleteFinishedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReconnectLoop();
 
+  // One per processor; see Create().
+  absl::Status BuildCredentials();
+  // Logs why `processor`'s channel cannot connect. Called without mu_.
+  struct ConnectProbe;
+  void StartConnectProbe(int processor);
+
   const Config config_;
   Engine* const engine_;
   WorkerPoolStats* const stats_;
+  std::vector<std::shared_ptr<grpc::ChannelCredentials>> credentials_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<ferry::v1::Processor::Stub>> stubs_;
   mutable absl::Mutex mu_;
@@ -74,6 +98,11 @@ class WorkerPool {
   std::vector<StreamReactor*> finished_ ABSL_GUARDED_BY(mu_);
   // When each processor's channel last became READY (InfiniteFuture: not).
   std::vector<absl::Time> channel_ready_since_ ABSL_GUARDED_BY(mu_);
+  // When each processor's channel started failing to connect
+  // (InfiniteFuture: it is not), and when that is next logged.
+  std::vector<absl::Time> failing_since_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Time> next_failure_log_ ABSL_GUARDED_BY(mu_);
+  int probes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread reconnect_thread_;
   bool started_ = false;
   bool stopped_ = false;

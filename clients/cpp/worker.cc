@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <deque>
 #include <exception>
@@ -499,7 +500,58 @@ absl::Status Validate(const WorkerOptions& o) {
   if (o.max_results_batch < 1) {
     return absl::InvalidArgumentError("max_results_batch must be >= 1");
   }
+  if (o.tls.cert_file.empty() != o.tls.key_file.empty()) {
+    return absl::InvalidArgumentError("tls.cert_file and tls.key_file go together; set both");
+  }
+  if (!o.tls.client_ca_file.empty() && o.tls.cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls.client_ca_file needs tls.cert_file and tls.key_file (mTLS is TLS first)");
+  }
   return absl::OkStatus();
+}
+
+// A PEM file's contents. Checked only for being readable and looking like
+// PEM: gRPC parses it in BuildAndStart, and refuses a bad one with nothing
+// but a log line, so the obvious mistakes get a clear error here.
+absl::StatusOr<std::string> ReadPem(const std::string& option, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::ErrnoToStatus(errno, absl::StrFormat("%s: cannot read %s", option, path));
+  }
+  std::string contents;
+  char buffer[16384];
+  size_t n;
+  // A PEM file over 1 MiB is the wrong file (or /dev/zero): stop reading.
+  while (contents.size() <= (1 << 20) && (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) {
+    contents.append(buffer, n);
+  }
+  const int error = std::ferror(f) ? errno : 0;  // e.g. EISDIR: fopen accepts a directory
+  std::fclose(f);
+  if (error != 0) {
+    return absl::ErrnoToStatus(error, absl::StrFormat("%s: cannot read %s", option, path));
+  }
+  if (contents.size() > (1 << 20) || contents.find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s is %s", option, path, contents.empty() ? "empty" : "not PEM"));
+  }
+  return contents;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentials(const WorkerTls& tls) {
+  if (tls.cert_file.empty()) return grpc::InsecureServerCredentials();
+  absl::StatusOr<std::string> cert = ReadPem("tls.cert_file", tls.cert_file);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem("tls.key_file", tls.key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!tls.client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem("tls.client_ca_file", tls.client_ca_file);
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *ca;
+    options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(options);
 }
 
 }  // namespace
@@ -544,9 +596,12 @@ absl::Status Worker::Start(const std::string& listen_address) {
     absl::MutexLock l(&core_->shutdown_mu);
     if (core_->shutdown_started) return absl::FailedPreconditionError("worker is shut down");
     if (server_) return absl::FailedPreconditionError("worker already started");
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+        ServerCredentials(core_->options.tls);
+    if (!credentials.ok()) return credentials.status();
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort(listen_address, grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort(listen_address, *credentials, &port);
     builder.RegisterService(service_.get());
     builder.SetMaxReceiveMessageSize(-1);  // ferry bounds its batches by its own byte budget
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error
@@ -554,7 +609,11 @@ absl::Status Worker::Start(const std::string& listen_address) {
     builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server) {
-      return absl::UnavailableError(absl::StrFormat("cannot listen on %s", listen_address));
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot listen on %s%s", listen_address,
+          core_->options.tls.cert_file.empty()
+              ? ""
+              : " (or gRPC refused the TLS certificate or key: see its log above)"));
     }
     server_ = std::move(server);
     port_ = port;

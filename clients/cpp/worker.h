@@ -16,6 +16,9 @@
 //   if (!worker.ok() || !(*worker)->Start("0.0.0.0:50051").ok()) return 1;
 //   (*worker)->Wait();  // until someone calls Shutdown()
 //
+// TLS: set opts.tls.cert_file / key_file (and client_ca_file to require ferry
+// to present a client certificate); ferry's processor then needs `tls:`.
+//
 // Threading contract
 //   * Sync handlers (Handler) run on the SDK's pool of
 //     WorkerOptions::handler_threads threads, never on gRPC threads. Several
@@ -92,6 +95,17 @@ using Handler = std::function<Outcome(const ferry::v1::Event&)>;
 using AsyncHandler =
     std::function<void(const ferry::v1::Event&, std::function<void(Outcome)> done)>;
 
+// TLS for the worker's port (what ferry's `processors[].tls` dials). PEM
+// files, read when Start() is called.
+struct WorkerTls {
+  // This worker's certificate chain and private key. Empty: plaintext.
+  std::string cert_file;
+  std::string key_file;
+  // Set: every client (ferry) must present a certificate that chains to this
+  // CA (mTLS); a connection without one is refused during the handshake.
+  std::string client_ca_file;
+};
+
 struct WorkerOptions {
   // Sent to ferry in Ready.worker_name (logs, status). Empty: the host name.
   std::string name;
@@ -102,6 +116,8 @@ struct WorkerOptions {
   int handler_threads = 4;
   // The most results put into one Results message.
   int max_results_batch = 256;
+  // Serve TLS (or mTLS) instead of plaintext.
+  WorkerTls tls;
 };
 
 class Worker {
@@ -116,7 +132,9 @@ class Worker {
   ~Worker();
 
   // Binds `listen_address` (e.g. "0.0.0.0:50051", "127.0.0.1:0",
-  // "unix:/tmp/w.sock"; insecure credentials) and starts serving. Call once.
+  // "unix:/tmp/w.sock") and starts serving: plaintext, or TLS per
+  // WorkerOptions::tls (an unreadable or empty PEM file is an error naming
+  // the option and the path). Call once.
   absl::Status Start(const std::string& listen_address);
   // The bound TCP port (useful with port 0); 0 before Start or for unix:.
   int port() const;

@@ -16,6 +16,9 @@
 //   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n
 //                        cancelled=C\n" (C: handler runs that saw ferry's Cancel for their event)
 //   --port_file FILE     after binding, write the port (atomically: temp file + rename)
+//   --tls_cert FILE, --tls_key FILE   serve TLS with this PEM certificate chain and key
+//   --tls_client_ca FILE require clients (ferry) to present a certificate signed by this
+//                        PEM CA (mTLS; needs --tls_cert and --tls_key)
 // Fault injection, for failure and chaos tests (all off by default):
 //   --retry_attempts K   answer RETRY until the event's attempt reaches K
 //   --fail_every N       answer FAIL when (payload as an integer + 1) % N == 0
@@ -65,6 +68,10 @@ ABSL_FLAG(bool, record_flush, false,
 ABSL_FLAG(std::string, stats, "", "If set, write counters to this file on shutdown.");
 ABSL_FLAG(int64_t, work_us, 0, "Simulated work per event, in microseconds.");
 ABSL_FLAG(std::string, port_file, "", "If set, write the bound port to this file.");
+ABSL_FLAG(std::string, tls_cert, "", "Serve TLS with this PEM certificate chain (and --tls_key).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "Require client certificates signed by this PEM CA (mTLS; needs --tls_cert).");
 ABSL_FLAG(int, retry_attempts, 0, "Answer RETRY until the event's attempt reaches this.");
 ABSL_FLAG(int64_t, fail_every, 0, "Answer FAIL when (payload as an integer + 1) % N == 0.");
 ABSL_FLAG(int64_t, throw_every, 0,
@@ -287,6 +294,9 @@ int main(int argc, char** argv) {
   options.name = absl::GetFlag(FLAGS_name);
   options.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
   options.handler_threads = absl::GetFlag(FLAGS_handler_threads);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   auto worker = ferry::sdk::Worker::Create(options, HandleEvent);
   if (!worker.ok()) {
     std::fprintf(stderr, "example_worker: %s\n", worker.status().ToString().c_str());
@@ -306,6 +316,12 @@ int main(int argc, char** argv) {
     }
   }
   const std::string host = listen.substr(0, listen.rfind(':'));
+  // The banner is the same for every example worker (tests read it); TLS is
+  // reported on its own line.
+  if (!options.tls.cert_file.empty()) {
+    std::fprintf(stderr, "example_worker: serving %s\n",
+                 options.tls.client_ca_file.empty() ? "TLS" : "mTLS (client certificates required)");
+  }
   std::printf("example_worker listening on %s:%d (max_in_flight=%d)\n", host.c_str(), port,
               options.max_in_flight);
   std::fflush(stdout);
