@@ -50,6 +50,7 @@
 #include "server/embedded_cluster.h"
 #include "server/metrics.h"
 #include "server/progress_reporter.h"
+#include "server/tls_credentials.h"
 #include "server/worker_pool.h"
 #include "server/worker_pool_stats.h"
 
@@ -157,6 +158,13 @@ int Run(int argc, char** argv) {
                  std::string(control_token.status().message()).c_str());
     return kExitConfigError;
   }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
+      ServerCredentialsFor(config.server_tls, "server.tls");
+  if (!server_credentials.ok()) {
+    std::fprintf(stderr, "ferry: invalid config: %s\n",
+                 std::string(server_credentials.status().message()).c_str());
+    return kExitConfigError;
+  }
   if (absl::GetFlag(FLAGS_check_config)) {
     std::printf("config OK: %zu topics, %zu processors\n", config.topics.size(),
                 config.processors.size());
@@ -242,6 +250,16 @@ int Run(int argc, char** argv) {
     return kExitConfigError;
   }
 
+  // Worker channels (credentials checked now: a bad `tls:` is a config
+  // error before anything starts).
+  absl::StatusOr<std::unique_ptr<WorkerPool>> workers =
+      WorkerPool::Create(config, &engine, &worker_stats);
+  if (!workers.ok()) {
+    std::fprintf(stderr, "ferry: invalid config: %s\n",
+                 std::string(workers.status().message()).c_str());
+    return kExitConfigError;
+  }
+
   // Operator commands: read the group's control topic before anything is
   // fetched, so a pause issued earlier holds from the first record.
   absl::Status control_started = (*control)->Start();
@@ -259,7 +277,7 @@ int Run(int argc, char** argv) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(config.listen_address, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(config.listen_address, *server_credentials, &bound_port);
   builder.RegisterService(&control_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
@@ -268,8 +286,11 @@ int Run(int argc, char** argv) {
     return kExitStartupError;
   }
   LogInfo("ferry", "serving Control, health and reflection on port ", bound_port,
-          control_token->empty() ? " (no Control token: control.token_file unset)"
-                                 : " (Control requires a bearer token)");
+          config.server_tls.enabled
+              ? (config.server_tls.ca_file.empty() ? " over TLS" : " over mTLS")
+              : " (plaintext)",
+          control_token->empty() ? "; no Control token (control.token_file unset)"
+                                 : "; Control requires a bearer token");
 
   KafkaConsumer* consumer_ptr = consumer->get();
   std::unique_ptr<MetricsServer> metrics;
@@ -297,12 +318,11 @@ int Run(int argc, char** argv) {
   }
 
   if (dead_letters != nullptr) dead_letters->Start();
-  WorkerPool workers(config, &engine, &worker_stats);
-  workers.Start();
+  (*workers)->Start();
   absl::Status started = (*consumer)->Start();
   if (!started.ok()) {
     LogError("ferry", "cannot start consumer: ", started.ToString());
-    workers.Stop();
+    (*workers)->Stop();
     server->Shutdown();
     (*control)->Stop();
     return kExitStartupError;
@@ -359,7 +379,7 @@ int Run(int argc, char** argv) {
   committer.Stop();        // final commit
   consumer_ptr->Stop();    // commit on revoke, leave the group
   if (dead_letters != nullptr) dead_letters->Stop();
-  workers.Stop();
+  (*workers)->Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   (*control)->Stop();      // after the last Control call and the consumer
   metrics_stopper.join();  // no scrape reads the consumer after this
