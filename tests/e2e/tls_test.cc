@@ -8,6 +8,11 @@
 //     nothing and says so in its log. Restarted with the client certificate,
 //     it delivers and commits every event: nothing was lost.
 //
+//   * Control over mTLS: with server.tls (cert, key, client CA) and a Control
+//     token, a client with the CA and a client certificate (the gRPC stub and
+//     ferryctl) gets GetStatus; a client without a certificate, or in
+//     plaintext, cannot connect.
+//
 // The CA and certificates are made at test time with the openssl CLI (Debian's
 // `openssl` package) in TEST_TMPDIR, so nothing checked in can expire.
 #include <cstdlib>
@@ -21,6 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include <grpcpp/grpcpp.h>
+
+#include "ferry/v1/control.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/tools/kafka_admin.h"
@@ -262,6 +270,71 @@ TEST_F(TlsTest, MtlsWithoutClientCertificateDeliversNothingAndLosesNothing) {
   EXPECT_EQ(distinct.size(), static_cast<size_t>(kEvents)) << "every event delivered";
   EXPECT_EQ(runs, static_cast<size_t>(kEvents)) << "and only once: the first ferry sent none";
   EXPECT_EQ(ReadStats(worker->stats_path)["events_received"], kEvents);
+}
+
+
+// GetStatus over `credentials` with the bearer token; the gRPC status.
+grpc::Status GetStatusOver(int port, std::shared_ptr<grpc::ChannelCredentials> credentials,
+                           v1::GetStatusResponse* response) {
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), credentials);
+  auto stub = v1::Control::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  context.AddMetadata("authorization", "Bearer control-token");
+  return stub->GetStatus(&context, v1::GetStatusRequest(), response);
+}
+
+TEST_F(TlsTest, ControlPortServesMtlsOnly) {
+  constexpr char kTopic[] = "control-tls";
+  absl::StatusOr<MockCluster> cluster = StartMockCluster(kTopic, 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string token_file = TempPath("control-tls-token");
+  WriteFile(token_file, "control-token\n");
+  std::string config = FerryConfig(cluster->bootstrap, "ferry-control-tls", kTopic,
+                                   "127.0.0.1:1", /*streams=*/1,
+                                   absl::StrCat("control:\n  token_file: ", token_file, "\n"));
+  const std::string listen = "  listen: 127.0.0.1:0\n";
+  const size_t at = config.find(listen);
+  ASSERT_NE(at, std::string::npos) << config;
+  config.insert(at + listen.size(),
+                absl::StrCat("  tls:\n    cert_file: ", pki_->server_crt, "\n    key_file: ",
+                             pki_->server_key, "\n    client_ca_file: ", pki_->ca_crt, "\n"));
+  absl::StatusOr<Subprocess> ferry = StartFerry(config, "ferry-control-tls");
+  ASSERT_TRUE(ferry.ok()) << ferry.status();
+  int port = -1;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (port < 0 && absl::Now() < deadline) {
+    port = FerryHealthPort(ferry->Log());
+    if (port < 0) absl::SleepFor(absl::Milliseconds(50));  // polling ferry's log
+  }
+  ASSERT_GT(port, 0) << LogTail(*ferry);
+  EXPECT_TRUE(absl::StrContains(ferry->Log(), "over mTLS")) << LogTail(*ferry);
+
+  grpc::SslCredentialsOptions with_certificate;
+  with_certificate.pem_root_certs = ReadFile(pki_->ca_crt);
+  with_certificate.pem_cert_chain = ReadFile(pki_->client_crt);
+  with_certificate.pem_private_key = ReadFile(pki_->client_key);
+  v1::GetStatusResponse status;
+  grpc::Status ok = GetStatusOver(port, grpc::SslCredentials(with_certificate), &status);
+  EXPECT_TRUE(ok.ok()) << ok.error_code() << " " << ok.error_message();
+  EXPECT_EQ(status.group_id(), "ferry-control-tls");
+
+  grpc::SslCredentialsOptions without_certificate;
+  without_certificate.pem_root_certs = ReadFile(pki_->ca_crt);
+  EXPECT_FALSE(GetStatusOver(port, grpc::SslCredentials(without_certificate), &status).ok());
+  EXPECT_FALSE(GetStatusOver(port, grpc::InsecureChannelCredentials(), &status).ok());
+
+  absl::StatusOr<Subprocess> ctl = Subprocess::Start(
+      {"clients/ferryctl/ferryctl", "status", absl::StrCat("--server=127.0.0.1:", port),
+       "--token_file=" + token_file, "--tls_ca=" + pki_->ca_crt, "--tls_cert=" + pki_->client_crt,
+       "--tls_key=" + pki_->client_key},
+      TempPath("ferryctl-tls.log"));
+  ASSERT_TRUE(ctl.ok()) << ctl.status();
+  EXPECT_EQ(ctl->Wait(absl::Seconds(60)).value_or(-1), 0) << ctl->Log();
+
+  absl::StatusOr<int> exit = Terminate(*ferry, absl::Seconds(60));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(*exit, 0) << LogTail(*ferry);
 }
 
 }  // namespace
