@@ -21,7 +21,8 @@
 //      so within the pod's terminationGracePeriodSeconds, read from
 //      k8s/base/ferry-deployment.yaml);
 //   4. B takes over every partition; production stops; B catches up.
-// Checks: every event the producer got acknowledged was handled (each
+// Checks: both replicas answer the gRPC health check the probes use;
+// every event the producer got acknowledged was handled (each
 // partition's offsets 0..end-1, each key's sequence numbers); the group's
 // committed offsets equal the end offsets; first deliveries per key are in
 // produce order; A drained everything within its grace period. Printed:
@@ -45,8 +46,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -209,6 +212,24 @@ absl::StatusOr<std::vector<std::string>> GroupMemberClientIds(const std::string&
   return result;
 }
 
+// The port of ferry's gRPC server (health, reflection, Control) from its
+// startup line, e.g. "serving Control, health and reflection on port 4711".
+int HealthPort(const std::string& log) {
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    const size_t at = line.find(" on port ");
+    if (!absl::StrContains(line, "serving") || !absl::StrContains(line, "health") ||
+        at == absl::string_view::npos) {
+      continue;
+    }
+    int port = -1;
+    absl::string_view rest = line.substr(at + 9);
+    if (absl::SimpleAtoi(rest.substr(0, rest.find_first_not_of("0123456789")), &port)) {
+      return port;
+    }
+  }
+  return -1;
+}
+
 template <typename Predicate>
 bool PollUntil(Predicate done, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
@@ -313,6 +334,15 @@ TEST_F(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
   std::cout << "both replicas in the group: members' client.id = " << absl::StrJoin(*members, ", ")
             << "; A holds " << partitions_of(*a) << " partitions, B " << partitions_of(*b)
             << std::endl;
+  // What the readiness and liveness probes ask (grpc.health.v1, service ""):
+  // both replicas serve it, with the example's Control token configured.
+  for (const Subprocess* replica : {&*a, &*b}) {
+    const int port = HealthPort(replica->Log());
+    ASSERT_GT(port, 0) << "no health port in the log\n" << LogTail(*replica);
+    absl::StatusOr<bool> serving = IsServing(port);
+    ASSERT_TRUE(serving.ok()) << serving.status();
+    EXPECT_TRUE(*serving) << "the gRPC health probe would fail\n" << LogTail(*replica);
+  }
   const int64_t committed_before = committed();
   ASSERT_TRUE(PollUntil([&] { return committed() >= committed_before + 2000; },
                         absl::Seconds(30)))
