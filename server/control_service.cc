@@ -136,13 +136,14 @@ absl::StatusOr<int64_t> ControlService::ChangePause(bool paused, bool all,
   return *offset;
 }
 
-grpc::Status ControlService::Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
-                                   v1::PauseResponse* response) {
-  if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
+template <typename Request, typename Response>
+grpc::Status ControlService::PauseOrResume(bool paused, const grpc::ServerContext& context,
+                                           const Request& request, Response* response) {
+  if (absl::Status auth = Authorize(context); !auth.ok()) return ToGrpcStatus(auth);
   std::vector<TopicPartition> selected;
   absl::StatusOr<int64_t> offset =
-      ChangePause(true, request->all(), request->topic(),
-                  {request->partitions().begin(), request->partitions().end()}, &selected);
+      ChangePause(paused, request.all(), request.topic(),
+                  {request.partitions().begin(), request.partitions().end()}, &selected);
   if (!offset.ok()) return ToGrpcStatus(offset.status());
   for (const TopicPartition& tp : selected) {
     v1::PartitionRef* ref = response->add_partitions();
@@ -153,22 +154,15 @@ grpc::Status ControlService::Pause(grpc::ServerContext* context, const v1::Pause
   return grpc::Status::OK;
 }
 
+grpc::Status ControlService::Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
+                                   v1::PauseResponse* response) {
+  return PauseOrResume(/*paused=*/true, *context, *request, response);
+}
+
 grpc::Status ControlService::Resume(grpc::ServerContext* context,
                                     const v1::ResumeRequest* request,
                                     v1::ResumeResponse* response) {
-  if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
-  std::vector<TopicPartition> selected;
-  absl::StatusOr<int64_t> offset =
-      ChangePause(false, request->all(), request->topic(),
-                  {request->partitions().begin(), request->partitions().end()}, &selected);
-  if (!offset.ok()) return ToGrpcStatus(offset.status());
-  for (const TopicPartition& tp : selected) {
-    v1::PartitionRef* ref = response->add_partitions();
-    ref->set_topic(tp.topic);
-    ref->set_partition(tp.partition);
-  }
-  response->set_control_offset(*offset);
-  return grpc::Status::OK;
+  return PauseOrResume(/*paused=*/false, *context, *request, response);
 }
 
 absl::Status ControlService::Reset(const v1::ResetOffsetsRequest& request,

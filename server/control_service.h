@@ -58,6 +58,10 @@ class ControlService final : public v1::Control::Service {
   absl::StatusOr<int64_t> ChangePause(bool paused, bool all, const std::string& topic,
                                       const std::vector<int32_t>& partitions,
                                       std::vector<TopicPartition>* selected);
+  // Pause and Resume have identical request and response shapes.
+  template <typename Request, typename Response>
+  grpc::Status PauseOrResume(bool paused, const grpc::ServerContext& context,
+                             const Request& request, Response* response);
   absl::Status Reset(const v1::ResetOffsetsRequest& request, v1::ResetOffsetsResponse* response);
   absl::Status Skip(const v1::SkipOffsetRequest& request, v1::SkipOffsetResponse* response);
   void Status(v1::GetStatusResponse* response);
