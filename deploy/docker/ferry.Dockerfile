@@ -44,8 +44,8 @@ RUN apt-get update \
       libzstd1 \
       zlib1g \
  && rm -rf /var/lib/apt/lists/*
-RUN groupadd --system --gid 10001 ferry \
- && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
+RUN groupadd --gid 10001 ferry \
+ && useradd --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
       --shell /usr/sbin/nologin ferry
 COPY --from=build /out/ferry /out/ferryctl /usr/local/bin/
 # Numeric, so Kubernetes' runAsNonRoot can verify it (k8s/base uses 10001 too).

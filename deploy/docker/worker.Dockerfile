@@ -29,8 +29,8 @@ RUN apt-get update \
       libstdc++6 \
       zlib1g \
  && rm -rf /var/lib/apt/lists/*
-RUN groupadd --system --gid 10001 worker \
- && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
+RUN groupadd --gid 10001 worker \
+ && useradd --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
       --shell /usr/sbin/nologin worker
 COPY --from=build /out/example_worker /usr/local/bin/
 USER 10001:10001
