@@ -128,6 +128,8 @@ def build_stages(base: Path, work: Path) -> Path:
                     workdir = args
                 elif instruction == "COPY":
                     assert args == ". .", args
+                    # A fresh context per image (Bazel's cache under /root stays).
+                    shutil.rmtree(rootfs / workdir.lstrip("/"), ignore_errors=True)
                     files = copy_context(rootfs / workdir.lstrip("/"))
                     print(f"{image}: build context: {files} files")
                 elif instruction == "RUN":

@@ -250,9 +250,11 @@ def test_ferry_as_pid_1_drains_and_exits_0_on_sigterm(tmp_path):
         "server:\n  listen: 127.0.0.1:0\n")
     log = tmp_path / "ferry.log"
     with open(log, "wb") as out:
-        outer = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", str(FERRY),
-                                  f"--config={config}"], stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True)
+        # Unprivileged developers get a user namespace too (CI runs as root).
+        user_namespace = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+        outer = subprocess.Popen(["unshare", *user_namespace, "--pid", "--fork", "--kill-child",
+                                  str(FERRY), f"--config={config}"], stdout=out,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + 60
         while "running: group" not in log.read_text():
