@@ -72,6 +72,14 @@ class Parser {
                           int line, TopicConfig* topic, int* name_line);
   absl::Status ParseProcessors(const YAML::Node& node, int line,
                                Config* config);
+  // `priorities:` (classes, default, event_types).
+  absl::Status ParsePriorities(const YAML::Node& node, const std::string& path,
+                               int line, Config* config);
+  // After everything is parsed: priority classes named by topics and event
+  // types exist, delay budget defaults, and event types known at startup
+  // (`type: const:X`, `type: topic`) have a processor.
+  absl::Status CheckScheduling(int root_line, bool has_max_delayed_events,
+                               Config* config) const;
   absl::Status ParseProcessor(const YAML::Node& node, const std::string& path,
                               int line, ProcessorConfig* processor,
                               int* name_line, int* event_types_line);
@@ -115,6 +123,19 @@ class Parser {
                       int line, bool server, TlsFiles* out) const;
 
   std::string source_;
+  // Lines of each topic's keys, for errors found after parsing (in
+  // topics order).
+  struct TopicLines {
+    int item = 1;
+    int name = 1;
+    int type = 0;      // 0: not set
+    int priority = 0;  // 0: not set
+  };
+  std::vector<TopicLines> topic_lines_;
+  // Lines under `priorities:`.
+  int priorities_line_ = 0;
+  int default_priority_line_ = 0;
+  std::map<std::string, int> priority_by_type_lines_;
 };
 
 // 1-based line of `node`, or `fallback` when the node carries no useful
@@ -605,13 +626,17 @@ absl::Status Parser::ParseTopic(const YAML::Node& node,
                               Describe(node)));
   }
   bool has_name = false;
+  TopicLines lines;
+  lines.item = line;
   absl::Status status = ForEachField(
-      node, path, line, {"name", "ordering", "key", "type"},
+      node, path, line,
+      {"name", "ordering", "key", "type", "delay", "delays", "priority"},
       [&](const std::string& key, const std::string& child, int,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "name") {
           has_name = true;
           *name_line = value_line;
+          lines.name = value_line;
           return GetNonEmptyString(value, child, value_line, "name: orders",
                                    &topic->name);
         }
@@ -621,8 +646,42 @@ absl::Status Parser::ParseTopic(const YAML::Node& node,
         if (key == "key") {
           return GetFieldSource(value, child, value_line, &topic->key);
         }
+        if (key == "delay") {
+          return GetDuration(value, child, value_line, /*allow_zero=*/true,
+                             "delay: 30s", &topic->delay);
+        }
+        if (key == "delays") {
+          if (value.IsNull() || !value.IsMap()) {
+            return Error(value_line, child,
+                         absl::StrCat("expected a map of event type to delay, "
+                                      "e.g. `delays: {order.reminder: 1h}`, "
+                                      "got ",
+                                      Describe(value)));
+          }
+          return ForEachField(
+              value, child, value_line, {},
+              [&](const std::string& type, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                if (absl::StripAsciiWhitespace(type).empty()) {
+                  return Error(l, p, "an event type must not be empty");
+                }
+                absl::Duration delay;
+                absl::Status got = GetDuration(v, p, l, /*allow_zero=*/true,
+                                               absl::StrCat(type, ": 1h"), &delay);
+                if (!got.ok()) return got;
+                topic->delays[type] = delay;
+                return absl::OkStatus();
+              });
+        }
+        if (key == "priority") {
+          lines.priority = value_line;
+          return GetNonEmptyString(value, child, value_line, "priority: high",
+                                   &topic->priority);
+        }
+        lines.type = value_line;
         return GetFieldSource(value, child, value_line, &topic->type);
       });
+  topic_lines_.push_back(lines);
   if (!status.ok()) return status;
   if (!has_name) {
     return Error(line, Child(path, "name"),
@@ -874,11 +933,13 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
   bool has_processors = false;
   bool has_default_policy = false;
   bool has_metrics_listen = false;
+  bool has_max_delayed_events = false;
   int failures_line = root_line;
   absl::Status status = ForEachField(
       root, "", root_line,
       {"kafka", "topics", "processors", "lanes", "budgets", "commit",
-       "shutdown", "log", "server", "embedded", "failures", "control"},
+       "shutdown", "log", "server", "embedded", "failures", "control",
+       "priorities"},
       [&](const std::string& key, const std::string& path, int,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "kafka") return ParseKafka(value, value_line, config);
@@ -902,12 +963,23 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
                               &config->lane_capacity);
               });
         }
+        if (key == "priorities") {
+          return ParsePriorities(value, path, value_line, config);
+        }
         if (key == "budgets") {
           return ForEachField(
               value, path, value_line,
-              {"max_buffered_events", "max_buffered_bytes", "resume_fraction"},
+              {"max_buffered_events", "max_buffered_bytes", "resume_fraction",
+               "max_delayed_events"},
               [&](const std::string& k, const std::string& p, int,
                   const YAML::Node& v, int l) -> absl::Status {
+                if (k == "max_delayed_events") {
+                  has_max_delayed_events = true;
+                  return GetInt64(v, p, l, 1,
+                                  std::numeric_limits<int64_t>::max(),
+                                  "max_delayed_events: 10000",
+                                  &config->max_delayed_events);
+                }
                 if (k == "max_buffered_events") {
                   return GetInt64(v, p, l, 1,
                                   std::numeric_limits<int64_t>::max(),
@@ -1109,6 +1181,155 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
       return Error(root_line,
                    Child(Index("processors", i), "retry_backoff_max"),
                    "must not be smaller than retry_backoff");
+    }
+  }
+  return CheckScheduling(root_line, has_max_delayed_events, config);
+}
+
+absl::Status Parser::ParsePriorities(const YAML::Node& node,
+                                     const std::string& path, int line,
+                                     Config* config) {
+  priorities_line_ = line;
+  bool has_classes = false;
+  absl::Status status = ForEachField(
+      node, path, line, {"classes", "default", "event_types"},
+      [&](const std::string& key, const std::string& child, int,
+          const YAML::Node& value, int value_line) -> absl::Status {
+        if (key == "classes") {
+          has_classes = true;
+          if (value.IsNull() || !value.IsMap() || value.size() == 0) {
+            return Error(value_line, child,
+                         absl::StrCat("expected a map of class name to "
+                                      "weight, e.g. `classes: {high: 6, "
+                                      "medium: 3, low: 1}`, got ",
+                                      Describe(value)));
+          }
+          return ForEachField(
+              value, child, value_line, {},
+              [&](const std::string& name, const std::string& p, int,
+                  const YAML::Node& v, int l) -> absl::Status {
+                if (absl::StripAsciiWhitespace(name).empty()) {
+                  return Error(l, p, "a class name must not be empty");
+                }
+                int64_t weight = 0;
+                absl::Status got = GetInt64(v, p, l, 1, 1000,
+                                            absl::StrCat(name, ": 3"), &weight);
+                if (!got.ok()) return got;
+                config->priority_classes.push_back(
+                    PriorityClass{name, static_cast<int>(weight)});
+                return absl::OkStatus();
+              });
+        }
+        if (key == "default") {
+          default_priority_line_ = value_line;
+          return GetNonEmptyString(value, child, value_line, "default: low",
+                                   &config->default_priority);
+        }
+        // event_types
+        if (value.IsNull() || !value.IsMap()) {
+          return Error(value_line, child,
+                       absl::StrCat("expected a map of event type to class, "
+                                    "e.g. `event_types: {payment.refund: "
+                                    "high}`, got ",
+                                    Describe(value)));
+        }
+        return ForEachField(
+            value, child, value_line, {},
+            [&](const std::string& type, const std::string& p, int,
+                const YAML::Node& v, int l) -> absl::Status {
+              if (absl::StripAsciiWhitespace(type).empty()) {
+                return Error(l, p, "an event type must not be empty");
+              }
+              priority_by_type_lines_[type] = l;
+              return GetNonEmptyString(v, p, l, absl::StrCat(type, ": high"),
+                                       &config->priority_by_type[type]);
+            });
+      });
+  if (!status.ok()) return status;
+  if (!has_classes) {
+    return Error(line, Child(path, "classes"),
+                 "missing; name the classes and their weights, e.g. "
+                 "`classes: {high: 6, medium: 3, low: 1}`");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::CheckScheduling(int root_line, bool has_max_delayed_events,
+                                     Config* config) const {
+  if (!has_max_delayed_events) {
+    config->max_delayed_events = config->max_buffered_events;
+  }
+  std::set<std::string> classes;
+  for (const PriorityClass& c : config->priority_classes) classes.insert(c.name);
+  const std::string known =
+      absl::StrJoin(config->priority_classes, ", ",
+                    [](std::string* out, const PriorityClass& c) {
+                      absl::StrAppend(out, c.name);
+                    });
+  auto unknown_class = [&](int line, const std::string& path,
+                           const std::string& name) {
+    if (classes.empty()) {
+      return Error(line, path,
+                   absl::StrCat("names priority class \"", name,
+                                "\" but no priorities are configured; add "
+                                "e.g. `priorities: {classes: {", name,
+                                ": 6, low: 1}, default: low}`"));
+    }
+    return Error(line, path,
+                 absl::StrCat("unknown priority class \"", name,
+                              "\" (classes: ", known, ")"));
+  };
+  if (!config->default_priority.empty() &&
+      classes.count(config->default_priority) == 0) {
+    return unknown_class(default_priority_line_, "priorities.default",
+                         config->default_priority);
+  }
+  for (const auto& [type, name] : config->priority_by_type) {
+    if (classes.count(name) > 0) continue;
+    auto line = priority_by_type_lines_.find(type);
+    return unknown_class(
+        line != priority_by_type_lines_.end() ? line->second : priorities_line_,
+        absl::StrCat("priorities.event_types.", type), name);
+  }
+  for (size_t i = 0; i < config->topics.size(); ++i) {
+    const TopicConfig& topic = config->topics[i];
+    const TopicLines lines =
+        i < topic_lines_.size() ? topic_lines_[i] : TopicLines{root_line, root_line, 0, 0};
+    const std::string path = Index("topics", i);
+    if (!topic.priority.empty() && classes.count(topic.priority) == 0) {
+      return unknown_class(lines.priority, Child(path, "priority"),
+                           topic.priority);
+    }
+    if (topic.priority.empty() && !classes.empty() &&
+        config->default_priority.empty()) {
+      return Error(lines.item, Child(path, "priority"),
+                   absl::StrCat("missing; topic \"", topic.name,
+                                "\" needs a priority class (", known,
+                                "), or set priorities.default for topics "
+                                "without one"));
+    }
+    // Routing: a type known now must have a processor now.
+    std::string type;
+    if (topic.type.kind == FieldSource::Kind::kConstant) {
+      type = topic.type.argument;
+    } else if (topic.type.kind == FieldSource::Kind::kTopic) {
+      type = topic.name;
+    } else {
+      continue;
+    }
+    bool routed = false;
+    for (const ProcessorConfig& processor : config->processors) {
+      for (const std::string& handled : processor.event_types) {
+        routed = routed || handled == "*" || handled == type;
+      }
+    }
+    if (!routed) {
+      return Error(lines.type > 0 ? lines.type : lines.name, Child(path, "type"),
+                   absl::StrCat("every record of topic \"", topic.name,
+                                "\" has event type \"", type,
+                                "\", which no processor handles; add it to a "
+                                "processor's event_types or add a processor "
+                                "with event_types: [\"*\"]"));
     }
   }
   return absl::OkStatus();

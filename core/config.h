@@ -46,6 +46,22 @@ struct TopicConfig {
   // Defaults: key from the record key, type = topic name.
   FieldSource key{FieldSource::Kind::kRecordKey, ""};
   FieldSource type{FieldSource::Kind::kTopic, ""};
+  // Delivery delay (`delay`): an event is dispatched no earlier than its
+  // record timestamp + delay. 0 = no delay.
+  absl::Duration delay = absl::ZeroDuration();
+  // Per event type delays of this topic (`delays: {type: duration}`); they
+  // replace `delay` for those types (0s: no delay for that type).
+  std::map<std::string, absl::Duration> delays;
+  // Priority class (`priority`, a name under priorities.classes). Empty:
+  // priorities.default.
+  std::string priority;
+};
+
+// A priority class (`priorities.classes`): its share of worker credit is
+// weight / (sum of the weights of the classes that have work).
+struct PriorityClass {
+  std::string name;
+  int weight = 1;
 };
 
 // What happens to an event whose processing failed for good (FAIL, attempts
@@ -136,6 +152,17 @@ struct Config {
   int64_t max_buffered_events = 100000;
   int64_t max_buffered_bytes = 256LL << 20;
   double resume_fraction = 0.5;
+  // Events the delay stage (topics[].delay) may hold; at this many fetching
+  // pauses, like at the budgets above. Unset in the file: max_buffered_events.
+  int64_t max_delayed_events = 100000;
+
+  // Priority classes (`priorities:`), in the order listed. Empty: one class,
+  // every topic in it.
+  std::vector<PriorityClass> priority_classes;
+  // The class of topics with no `priority` (`priorities.default`).
+  std::string default_priority;
+  // Event type -> class (`priorities.event_types`); wins over the topic's.
+  std::map<std::string, std::string> priority_by_type;
 
   // How often finished offsets are committed.
   absl::Duration commit_interval = absl::Seconds(1);

@@ -32,10 +32,12 @@ Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_
       clock_(clock),
       dead_letters_(dead_letters),
       stats_(stats),
-      lanes_(config.lane_count, config.lane_capacity),
-      ready_lanes_(config.processors.size()),
-      lane_marked_ready_(static_cast<size_t>(config.lane_count), false),
-      unordered_(config.processors.size()),
+      plan_(config),
+      lanes_(config.lane_count * plan_.flow_count(), config.lane_capacity),
+      ready_lanes_(config.processors.size() * static_cast<size_t>(plan_.flow_count())),
+      lane_marked_ready_(static_cast<size_t>(lanes_.count()), false),
+      unordered_(config.processors.size() * static_cast<size_t>(plan_.flow_count())),
+      scheduler_(plan_, static_cast<int>(config.processors.size())),
       last_stream_used_(config.processors.size(), 0) {
   for (size_t i = 0; i < config_.processors.size(); ++i) {
     for (const std::string& type : config_.processors[i].event_types) {
@@ -136,6 +138,11 @@ int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
       ++it;
     }
   }
+  delayed_.RemovePartitions(
+      [&revoked](const std::string& topic, int32_t partition) {
+        return revoked.count(TopicPartition{topic, partition}) > 0;
+      },
+      [&release_budget](QueuedEvent&& queued) { release_budget(queued); });
   for (auto it = retries_.begin(); it != retries_.end();) {
     if (is_dropped(it->second)) {
       if (it->second.lane >= 0) lanes_.RemoveInFlight(it->second.lane);
@@ -354,10 +361,27 @@ void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> r
     return;
   }
   const Ordering ordering = OrderingFor(tp.topic);
+  const SchedulingPlan::Route route = plan_.RouteFor(tp.topic, queued.event.type());
+  queued.flow = route.flow;
   queued.lane = ordering == Ordering::kUnordered
                     ? -1
-                    : Lanes<QueuedEvent>::LaneFor(ordering, tp.topic, tp.partition,
-                                                  queued.event.key(), lanes_.count());
+                    : route.flow * config_.lane_count +
+                          Lanes<QueuedEvent>::LaneFor(ordering, tp.topic, tp.partition,
+                                                      queued.event.key(), config_.lane_count);
+  if (route.delay > absl::ZeroDuration()) {
+    // Due at event time + delay. The event time is the record timestamp,
+    // but never later than now (a record stamped in the future by a skewed
+    // clock waits at most the delay), and now for a record without one.
+    const int64_t timestamp_ms = queued.event.timestamp_ms();
+    const absl::Time event_time =
+        timestamp_ms > 0 ? std::min(absl::FromUnixMillis(timestamp_ms), now) : now;
+    const absl::Time due = event_time + route.delay;
+    const DelayStage<QueuedEvent>::Key key{tp.topic, tp.partition, route.delay};
+    if (delayed_.MustHold(key, due, now)) {
+      delayed_.Push(key, due, std::move(queued));
+      return;
+    }
+  }
   EnqueueLocked(std::move(queued), /*front=*/false);
   DispatchLocked();
 }
@@ -402,6 +426,7 @@ bool Engine::OverHighWatermark() const {
   absl::MutexLock lock(&mu_);
   if (buffered_events_ >= config_.max_buffered_events) return true;
   if (buffered_bytes_ >= config_.max_buffered_bytes) return true;
+  if (delayed_.size() >= config_.max_delayed_events) return true;
   for (int lane = 0; lane < lanes_.count(); ++lane) {
     if (lanes_.full(lane)) return true;
   }
@@ -415,6 +440,7 @@ bool Engine::UnderLowWatermark() const {
     return false;
   }
   if (buffered_bytes_ > static_cast<int64_t>(config_.max_buffered_bytes * fraction)) return false;
+  if (delayed_.size() > static_cast<int64_t>(config_.max_delayed_events * fraction)) return false;
   const size_t lane_low = static_cast<size_t>(config_.lane_capacity * fraction);
   for (int lane = 0; lane < lanes_.count(); ++lane) {
     if (lanes_.size(lane) > lane_low) return false;
@@ -763,6 +789,11 @@ void Engine::OnTimer() {
     EnqueueLocked(std::move(queued), /*front=*/true, /*even_if_paused=*/true);
     changed = true;
   }
+  delayed_.PopDue(now, [this, now, &changed](QueuedEvent&& queued) {
+    queued.queued_at = now;  // the enqueue time counts from when it was due
+    EnqueueLocked(std::move(queued), /*front=*/false);
+    changed = true;
+  });
   while (!dead_letter_retries_.empty() && dead_letter_retries_.begin()->first <= now) {
     const uint64_t token = dead_letter_retries_.begin()->second;
     dead_letter_retries_.erase(dead_letter_retries_.begin());
@@ -826,7 +857,9 @@ int64_t Engine::Drainable() const {
   // events is worth waiting for.
   int64_t drainable = 0;
   for (const auto& [tp, entry] : partitions_) {
-    if (entry.blocked.empty()) drainable += entry.buffered;
+    if (!entry.blocked.empty()) continue;
+    drainable += entry.buffered;
+    if (!delayed_.empty()) drainable -= delayed_.SizeFor(tp.topic, tp.partition);
   }
   return drainable;
 }
@@ -889,7 +922,8 @@ EngineSnapshot Engine::Snapshot() const {
     if (size > 0 || lanes_.busy(lane)) ++snapshot.lanes_in_use;
   }
   for (const auto& queue : unordered_) snapshot.queued_events += static_cast<int64_t>(queue.size());
-  snapshot.delayed_events = static_cast<int64_t>(retries_.size());
+  snapshot.delay_stage_events = delayed_.size();
+  snapshot.delayed_events = static_cast<int64_t>(retries_.size()) + delayed_.size();
   snapshot.dead_letters_pending = static_cast<int64_t>(dead_letters_pending_.size());
   return snapshot;
 }
@@ -907,7 +941,7 @@ void Engine::EnqueueLocked(QueuedEvent queued, bool front, bool even_if_paused) 
     }
   }
   if (queued.lane < 0) {
-    auto& queue = unordered_[queued.processor];
+    auto& queue = unordered_[QueueIndex(queued.processor, queued.flow)];
     if (front) {
       queue.push_front(std::move(queued));
     } else {
@@ -927,7 +961,7 @@ void Engine::EnqueueLocked(QueuedEvent queued, bool front, bool even_if_paused) 
 void Engine::MarkLaneReadyLocked(int lane) {
   if (lane_marked_ready_[lane] || lanes_.busy(lane) || lanes_.empty(lane)) return;
   lane_marked_ready_[lane] = true;
-  ready_lanes_[lanes_.Front(lane).processor].push_back(lane);
+  ready_lanes_[QueueIndex(lanes_.Front(lane).processor, lane / config_.lane_count)].push_back(lane);
 }
 
 void Engine::ReleaseLaneLocked(const QueuedEvent& queued) {
@@ -973,9 +1007,38 @@ void Engine::DispatchLocked() {
   const absl::Time now = clock_->Now();
   for (size_t processor = 0; processor < config_.processors.size(); ++processor) {
     const ProcessorConfig& processor_config = config_.processors[processor];
-    auto& ready = ready_lanes_[processor];
-    auto& unordered = unordered_[processor];
-    if (ready.empty() && unordered.empty()) continue;
+    // Whether flow `flow` may have an event for this processor.
+    auto has_work = [this, processor](int flow) {
+      const size_t queue = QueueIndex(static_cast<int>(processor), flow);
+      return !ready_lanes_[queue].empty() || !unordered_[queue].empty();
+    };
+    bool any_work = false;
+    for (int flow = 0; flow < plan_.flow_count() && !any_work; ++flow) any_work = has_work(flow);
+    if (!any_work) continue;
+    // The next event of flow `flow`: a ready lane's head, else the head of
+    // its unordered queue.
+    auto take = [this, processor](int flow) -> std::optional<QueuedEvent> {
+      const size_t queue = QueueIndex(static_cast<int>(processor), flow);
+      auto& ready = ready_lanes_[queue];
+      while (!ready.empty()) {
+        const int lane = ready.front();
+        ready.pop_front();
+        lane_marked_ready_[lane] = false;
+        if (lanes_.busy(lane) || lanes_.empty(lane)) continue;
+        if (static_cast<size_t>(lanes_.Front(lane).processor) != processor) {
+          MarkLaneReadyLocked(lane);  // its head now belongs to another processor
+          continue;
+        }
+        QueuedEvent taken = lanes_.PopFront(lane);
+        lanes_.AddInFlight(lane);
+        return taken;
+      }
+      auto& unordered = unordered_[queue];
+      if (unordered.empty()) return std::nullopt;
+      QueuedEvent taken = std::move(unordered.front());
+      unordered.pop_front();
+      return taken;
+    };
 
     // Streams of this processor with credit, starting after the one used
     // last so load spreads round-robin.
@@ -1007,24 +1070,9 @@ void Engine::DispatchLocked() {
 
     size_t next = 0;
     while (!candidates.empty()) {
-      // Next event: a ready lane's head, else the unordered queue.
-      std::optional<QueuedEvent> taken;
-      while (!ready.empty() && !taken.has_value()) {
-        const int lane = ready.front();
-        ready.pop_front();
-        lane_marked_ready_[lane] = false;
-        if (lanes_.busy(lane) || lanes_.empty(lane)) continue;
-        if (static_cast<size_t>(lanes_.Front(lane).processor) != processor) {
-          MarkLaneReadyLocked(lane);  // its head now belongs to another processor
-          continue;
-        }
-        taken = lanes_.PopFront(lane);
-        lanes_.AddInFlight(lane);
-      }
-      if (!taken.has_value() && !unordered.empty()) {
-        taken = std::move(unordered.front());
-        unordered.pop_front();
-      }
+      // Next event: by priority class and flow (core/scheduler.h).
+      std::optional<QueuedEvent> taken =
+          scheduler_.Next(static_cast<int>(processor), has_work, take);
       if (!taken.has_value()) break;
 
       if (next >= candidates.size()) next = 0;

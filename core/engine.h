@@ -14,6 +14,12 @@
 //   * Results apply once: unknown, stale (revoked partition) or duplicate ids
 //     are dropped and counted. Delivery ids carry the partition's assignment
 //     epoch in their top 24 bits.
+//   * Scheduling (core/scheduler.h): each (topic, priority class) is a flow
+//     with its own lanes; free credit goes to classes by weighted
+//     round-robin and to the flows of a class round-robin.
+//   * Delays (core/delay_stage.h): an event of a topic with a delay waits in
+//     the delay stage until its record timestamp + delay (OnTimer releases
+//     it); a full delay stage pauses fetching like a full budget.
 //   * RETRY waits out an exponential backoff (with jitter, at least the
 //     worker's retry_after) at the head of its lane, up to max_attempts.
 //   * A terminal failure follows its policy: dlq (done only once the dead
@@ -51,10 +57,12 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/dead_letter.h"
+#include "core/delay_stage.h"
 #include "core/lanes.h"
 #include "core/log.h"
 #include "core/partition_state.h"
 #include "core/record.h"
+#include "core/scheduler.h"
 #include "core/worker_stream.h"
 #include "ferry/v1/processor.pb.h"
 
@@ -147,8 +155,11 @@ struct EngineSnapshot {
   int64_t queued_events = 0;
   // The longest lane's queue.
   int64_t longest_lane = 0;
-  // Retries waiting out their backoff (the delay stage).
+  // Events waiting for their time: in the delay stage (topics[].delay) or
+  // retries waiting out their backoff.
   int64_t delayed_events = 0;
+  // Of those, the ones in the delay stage (against max_delayed_events).
+  int64_t delay_stage_events = 0;
   // Events held by `block` failures.
   int64_t blocked_events = 0;
   // Dead letters being written.
@@ -184,7 +195,7 @@ class Engine {
   void SubmitPoison(const RawRecord& record, const std::string& error);
 
   // Backpressure: true when buffered events or bytes reached their budget
-  // (or a lane is full); the consumer pauses fetching.
+  // (or a lane or the delay stage is full); the consumer pauses fetching.
   bool OverHighWatermark() const;
   // True when both budgets fell under resume_fraction; the consumer resumes.
   bool UnderLowWatermark() const;
@@ -207,8 +218,8 @@ class Engine {
 
   // ---- Timers (the committer thread) ----
   // Expires deliveries whose deadline passed (Cancel is sent; the event is a
-  // terminal failure, or a retry with retry_on_timeout) and re-queues
-  // retries whose backoff is over.
+  // terminal failure, or a retry with retry_on_timeout), re-queues retries
+  // whose backoff is over and releases delayed events that are due.
   void OnTimer();
 
   // ---- Operator control (the consumer's poll thread) ----
@@ -250,7 +261,9 @@ class Engine {
   // Events consumed and not finished (queued, delayed or in flight).
   int64_t Buffered() const;
   // Buffered events worth waiting for at shutdown: those of partitions that
-  // no `block` failure holds (a held partition cannot commit past it).
+  // no `block` failure holds (a held partition cannot commit past it), not
+  // counting events still in the delay stage (their time has not come; the
+  // next owner reads them again).
   int64_t Drainable() const;
   EngineSnapshot Snapshot() const;
 
@@ -261,6 +274,7 @@ class Engine {
     uint64_t epoch = 0;
     int lane = 0;
     int processor = 0;
+    int flow = 0;  // (topic, priority class): see core/scheduler.h
     std::optional<std::string> record_key;
     // Metrics: the bounded type label, when it entered its queue, and
     // whether it is queued again after a lost stream (not a new attempt).
@@ -350,18 +364,29 @@ class Engine {
   std::map<std::string, int> processor_by_type_;
   int default_processor_ = -1;
   std::map<std::string, Ordering> ordering_by_topic_;
+  const SchedulingPlan plan_;
+  // Queues of (processor, flow) in ready_lanes_ and unordered_.
+  size_t QueueIndex(int processor, int flow) const {
+    return static_cast<size_t>(processor) * static_cast<size_t>(plan_.flow_count()) +
+           static_cast<size_t>(flow);
+  }
 
   mutable absl::Mutex mu_;
   std::map<TopicPartition, PartitionEntry> partitions_ ABSL_GUARDED_BY(mu_);
   uint64_t next_epoch_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_delivery_id_ ABSL_GUARDED_BY(mu_) = 1;
   Lanes<QueuedEvent> lanes_ ABSL_GUARDED_BY(mu_);
-  // Lanes whose head may be dispatched, per processor, in the order they
-  // became ready (round-robin across lanes).
+  // Lanes whose head may be dispatched, per (processor, flow) (QueueIndex),
+  // in the order they became ready (round-robin across lanes). A flow's
+  // lanes are flow * lane_count ... + lane_count - 1.
   std::vector<std::deque<int>> ready_lanes_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> lane_marked_ready_ ABSL_GUARDED_BY(mu_);
-  // UNORDERED topics bypass lanes: one FIFO per processor.
+  // UNORDERED topics bypass lanes: one FIFO per (processor, flow).
   std::vector<std::deque<QueuedEvent>> unordered_ ABSL_GUARDED_BY(mu_);
+  // Which flow a processor's next credit goes to.
+  Scheduler scheduler_ ABSL_GUARDED_BY(mu_);
+  // Events waiting for record timestamp + delay.
+  DelayStage<QueuedEvent> delayed_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, StreamEntry> streams_ ABSL_GUARDED_BY(mu_);
   int64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;

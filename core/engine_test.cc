@@ -20,7 +20,9 @@ using ::testing::IsEmpty;
 
 Config TestConfig() {
   Config config;
-  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
+  TopicConfig topic;
+  topic.name = "t";
+  config.topics.push_back(topic);
   ProcessorConfig processor;
   processor.name = "p";
   processor.target = "ipv4:127.0.0.1:1";
