@@ -156,6 +156,7 @@ StateCollector::StateCollector(const Config& config, SnapshotSource snapshots,
       max_buffered_bytes_(config.max_buffered_bytes),
       lane_count_(config.lane_count),
       lane_capacity_(config.lane_capacity),
+      max_delayed_events_(config.max_delayed_events),
       snapshots_(std::move(snapshots)),
       fetch_states_(std::move(fetch_states)),
       clock_(clock) {}
@@ -258,8 +259,16 @@ std::vector<MetricFamily> StateCollector::Collect() const {
                            static_cast<double>(lane_capacity_)));
   families.push_back(Gauge("ferry_lanes", "lanes.count", static_cast<double>(lane_count_)));
   families.push_back(Gauge("ferry_delayed_events",
-                           "Events in the delay stage: retries waiting out their backoff",
+                           "Events waiting for their time: in the delay stage (topics[].delay) "
+                           "or retries waiting out their backoff",
                            static_cast<double>(snapshot.delayed_events)));
+  families.push_back(Gauge("ferry_delay_stage_events",
+                           "Events held until record timestamp + delay (topics[].delay), against "
+                           "ferry_delay_stage_capacity_events",
+                           static_cast<double>(snapshot.delay_stage_events)));
+  families.push_back(Gauge("ferry_delay_stage_capacity_events",
+                           "budgets.max_delayed_events: at this many delayed events fetching pauses",
+                           static_cast<double>(max_delayed_events_)));
   families.push_back(Gauge("ferry_blocked_events",
                            "Events held by on_failure: block failures",
                            static_cast<double>(snapshot.blocked_events)));

@@ -79,6 +79,7 @@ class StateCollector final : public prometheus::Collectable {
   const int64_t max_buffered_bytes_;
   const int lane_count_;
   const int lane_capacity_;
+  const int64_t max_delayed_events_;
   const SnapshotSource snapshots_;
   const FetchStateSource fetch_states_;
   const Clock* const clock_;

@@ -79,6 +79,7 @@ TEST(MetricsTest, StateCollectorReportsPartitionsLanesBuffersAndStreams) {
   snapshot.queued_events = 7;
   snapshot.longest_lane = 4;
   snapshot.delayed_events = 2;
+  snapshot.delay_stage_events = 1;
   snapshot.blocked_events = 1;
   snapshot.processors = {ProcessorSnapshot{3, 120, 5}};
   PartitionSnapshot busy;
@@ -127,6 +128,8 @@ TEST(MetricsTest, StateCollectorReportsPartitionsLanesBuffersAndStreams) {
   EXPECT_EQ(metrics.Value("ferry_lane_capacity_events"), 50);
   EXPECT_EQ(metrics.Value("ferry_lanes"), 16);
   EXPECT_EQ(metrics.Value("ferry_delayed_events"), 2);
+  EXPECT_EQ(metrics.Value("ferry_delay_stage_events"), 1);
+  EXPECT_EQ(metrics.Value("ferry_delay_stage_capacity_events"), TestConfig().max_delayed_events);
   EXPECT_EQ(metrics.Value("ferry_blocked_events"), 1);
   EXPECT_EQ(metrics.Value("ferry_in_flight_events"), 5);
   EXPECT_EQ(metrics.Value("ferry_worker_streams", {{"processor", "billing"}}), 3);
