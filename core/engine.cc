@@ -139,8 +139,8 @@ int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
     }
   }
   delayed_.RemovePartitions(
-      [&revoked](const std::string& topic, int32_t partition) {
-        return revoked.count(TopicPartition{topic, partition}) > 0;
+      [&partitions](const std::string& topic, int32_t partition) {
+        return partitions.count(TopicPartition{topic, partition}) > 0;
       },
       [&release_budget](QueuedEvent&& queued) { release_budget(queued); });
   for (auto it = retries_.begin(); it != retries_.end();) {

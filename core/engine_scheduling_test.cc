@@ -334,6 +334,27 @@ TEST_F(DelayTest, RevokeDropsDelayedEvents) {
   EXPECT_EQ(sent[0].partition(), 1);
 }
 
+TEST_F(DelayTest, AnOffsetResetDropsDelayedEvents) {
+  h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
+  h_.engine_.Submit(Stamped(1, 0, absl::ZeroDuration()), 1);
+  h_.engine_.ResetPartition({"d", 0});
+  EXPECT_EQ(h_.engine_.Buffered(), 1);
+  EXPECT_EQ(h_.engine_.Snapshot().delay_stage_events, 1);
+  Tick(absl::Seconds(10));
+  std::vector<v1::Event> sent = h_.stream_.TakeHeld();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].partition(), 1);
+}
+
+TEST_F(DelayTest, ADueEventOfAPausedPartitionWaitsForTheResume) {
+  h_.engine_.SetPaused({{"d", 0}});
+  h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
+  Tick(absl::Seconds(10));
+  EXPECT_THAT(SentOffsets(), IsEmpty());
+  h_.engine_.SetPaused({});
+  EXPECT_THAT(SentOffsets(), ElementsAre(0));
+}
+
 TEST_F(DelayTest, ShutdownDoesNotWaitForEventsStillInTheDelayStage) {
   h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
   h_.engine_.Submit(Stamped(1, 0, absl::ZeroDuration(), "fast"), 1);
