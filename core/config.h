@@ -141,7 +141,8 @@ struct Config {
   // Records bigger than this (key + payload + headers) are poison.
   int64_t max_event_bytes = 3LL << 20;
 
-  // Key lanes: more lanes = more parallelism across keys.
+  // Key lanes per flow (topic and priority class, see core/scheduler.h):
+  // more lanes = more parallelism across keys.
   int lane_count = 64;
   // Events one lane may queue before it counts as full.
   int lane_capacity = 4096;
