@@ -33,6 +33,8 @@ struct ProduceOptions {
   std::string topic;
   int64_t count = 0;
   int32_t keys = 1;
+  // Keys are key_prefix + (i % keys).
+  std::string key_prefix = "key-";
   // Partition of record i is (i % keys) % partitions; librdkafka's default
   // partitioner when unset.
   std::optional<int32_t> partitions;

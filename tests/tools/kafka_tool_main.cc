@@ -3,7 +3,7 @@
 //   kafka_tool mock --partitions 8 --topics events[,more] --bootstrap_file F
 //   kafka_tool produce --bootstrap B --topic T --count N --keys K [--partitions P]
 //                      [--timestamp_start_ms T --timestamp_step_ms S]
-//                      [--headers k1=v1,k2=v2]
+//                      [--headers k1=v1,k2=v2] [--key_prefix P]
 //   kafka_tool offsets --bootstrap B --topic T --group G
 //   kafka_tool wait-committed --bootstrap B --topic T --group G --timeout 60s
 //   kafka_tool create-topic --bootstrap B --topic T --partitions P
@@ -38,6 +38,8 @@ ABSL_FLAG(std::optional<int32_t>, partitions, std::nullopt,
           "(required)");
 ABSL_FLAG(int64_t, count, 0, "produce: number of records");
 ABSL_FLAG(int32_t, keys, 1, "produce: number of distinct keys (key-<i % keys>)");
+ABSL_FLAG(std::string, key_prefix, "key-",
+          "produce: keys are <key_prefix><i % keys>");
 ABSL_FLAG(std::string, bootstrap_file, "",
           "mock: write the bootstrap servers to this file (atomically)");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(60),
@@ -94,6 +96,7 @@ int Dispatch(const std::string& command) {
     o.topic = absl::GetFlag(FLAGS_topic);
     o.count = absl::GetFlag(FLAGS_count);
     o.keys = absl::GetFlag(FLAGS_keys);
+    o.key_prefix = absl::GetFlag(FLAGS_key_prefix);
     o.partitions = absl::GetFlag(FLAGS_partitions);
     o.timeout = absl::GetFlag(FLAGS_timeout);
     o.timestamp_start_ms = absl::GetFlag(FLAGS_timestamp_start_ms);

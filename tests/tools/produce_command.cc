@@ -156,7 +156,7 @@ int RunProduce(const ProduceOptions& o) {
     const int32_t partition = o.partitions.has_value()
                                   ? key_index % *o.partitions
                                   : RdKafka::Topic::PARTITION_UA;
-    const std::string key = absl::StrCat("key-", key_index);
+    const std::string key = absl::StrCat(o.key_prefix, key_index);
     const std::string value =
         absl::StrCat(next_sequence[static_cast<size_t>(key_index)]++);
     const int64_t timestamp =
