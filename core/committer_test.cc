@@ -27,9 +27,7 @@ class RecordingCommitter final : public OffsetCommitter {
 
 Config OneProcessor() {
   Config config;
-  TopicConfig topic;
-  topic.name = "t";
-  config.topics.push_back(topic);
+  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
   ProcessorConfig processor;
   processor.name = "p";
   processor.target = "ipv4:127.0.0.1:1";

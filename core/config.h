@@ -51,10 +51,13 @@ struct TopicConfig {
   absl::Duration delay = absl::ZeroDuration();
   // Per event type delays of this topic (`delays: {type: duration}`); they
   // replace `delay` for those types (0s: no delay for that type).
-  std::map<std::string, absl::Duration> delays;
+  // (These members have default member initializers, so brace-initializing
+  // the fields above, e.g. TopicConfig{"t", Ordering::kKey, {}, {}}, stays
+  // warning-free under -Wmissing-field-initializers.)
+  std::map<std::string, absl::Duration> delays = {};
   // Priority class (`priority`, a name under priorities.classes). Empty:
   // priorities.default.
-  std::string priority;
+  std::string priority = {};
 };
 
 // A priority class (`priorities.classes`): its share of worker credit is

@@ -427,10 +427,7 @@ bool Engine::OverHighWatermark() const {
   if (buffered_events_ >= config_.max_buffered_events) return true;
   if (buffered_bytes_ >= config_.max_buffered_bytes) return true;
   if (delayed_.size() >= config_.max_delayed_events) return true;
-  for (int lane = 0; lane < lanes_.count(); ++lane) {
-    if (lanes_.full(lane)) return true;
-  }
-  return false;
+  return lanes_.any_full();
 }
 
 bool Engine::UnderLowWatermark() const {

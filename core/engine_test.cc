@@ -20,9 +20,7 @@ using ::testing::IsEmpty;
 
 Config TestConfig() {
   Config config;
-  TopicConfig topic;
-  topic.name = "t";
-  config.topics.push_back(topic);
+  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
   ProcessorConfig processor;
   processor.name = "p";
   processor.target = "ipv4:127.0.0.1:1";

@@ -52,15 +52,25 @@ class Lanes {
   bool full(int lane) const {
     return lanes_[lane].queue.size() >= static_cast<size_t>(capacity_);
   }
+  // Whether any lane is full (kept as a count: the consumer asks after every
+  // record, and there are lanes per topic and class).
+  bool any_full() const { return full_lanes_ > 0; }
   bool busy(int lane) const { return lanes_[lane].in_flight > 0; }
   int in_flight(int lane) const { return lanes_[lane].in_flight; }
 
-  void PushBack(int lane, Item item) { lanes_[lane].queue.push_back(std::move(item)); }
+  void PushBack(int lane, Item item) {
+    lanes_[lane].queue.push_back(std::move(item));
+    if (lanes_[lane].queue.size() == static_cast<size_t>(capacity_)) ++full_lanes_;
+  }
   // Used when an in-flight event comes back (retry, lost stream): it goes
   // first again so the lane's order holds.
-  void PushFront(int lane, Item item) { lanes_[lane].queue.push_front(std::move(item)); }
+  void PushFront(int lane, Item item) {
+    lanes_[lane].queue.push_front(std::move(item));
+    if (lanes_[lane].queue.size() == static_cast<size_t>(capacity_)) ++full_lanes_;
+  }
   Item& Front(int lane) { return lanes_[lane].queue.front(); }
   Item PopFront(int lane) {
+    if (lanes_[lane].queue.size() == static_cast<size_t>(capacity_)) --full_lanes_;
     Item item = std::move(lanes_[lane].queue.front());
     lanes_[lane].queue.pop_front();
     return item;
@@ -74,6 +84,7 @@ class Lanes {
   std::vector<Item> RemoveIf(int lane, Predicate predicate) {
     std::vector<Item> removed;
     std::deque<Item> kept;
+    if (full(lane)) --full_lanes_;
     for (auto& item : lanes_[lane].queue) {
       if (predicate(item)) {
         removed.push_back(std::move(item));
@@ -82,6 +93,7 @@ class Lanes {
       }
     }
     lanes_[lane].queue.swap(kept);
+    if (full(lane)) ++full_lanes_;
     return removed;
   }
 
@@ -92,6 +104,7 @@ class Lanes {
   };
   std::vector<Lane> lanes_;
   int capacity_;
+  int full_lanes_ = 0;
 };
 
 }  // namespace ferry

@@ -60,6 +60,26 @@ TEST(LanesTest, PushFrontPutsARetryFirst) {
   EXPECT_EQ(lanes.PopFront(0), 2);
 }
 
+TEST(LanesTest, AnyFullFollowsEveryWayALaneGrowsAndShrinks) {
+  IntLanes lanes(3, 2);
+  EXPECT_FALSE(lanes.any_full());
+  lanes.PushBack(1, 1);
+  lanes.PushFront(1, 0);
+  EXPECT_TRUE(lanes.any_full());
+  lanes.PushBack(1, 2);  // over capacity: still accepted
+  lanes.PushBack(2, 5);
+  lanes.PushBack(2, 6);
+  lanes.PopFront(1);
+  EXPECT_TRUE(lanes.any_full());  // lane 1 at capacity, lane 2 full
+  lanes.PopFront(1);
+  lanes.RemoveIf(2, [](int item) { return item == 5; });
+  EXPECT_FALSE(lanes.any_full());
+  lanes.PushBack(2, 7);
+  EXPECT_TRUE(lanes.any_full());
+  lanes.RemoveIf(2, [](int) { return false; });
+  EXPECT_TRUE(lanes.any_full());
+}
+
 TEST(LanesTest, FullAndBusy) {
   IntLanes lanes(2, 2);
   lanes.PushBack(0, 1);

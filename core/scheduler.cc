@@ -118,7 +118,8 @@ SchedulingPlan::Route SchedulingPlan::RouteFor(const std::string& topic,
 Scheduler::Scheduler(const SchedulingPlan& plan, int processors) : plan_(plan) {
   for (int p = 0; p < processors; ++p) {
     processors_.push_back(PerProcessor{WeightedRoundRobin(plan.weights()),
-                                       std::vector<size_t>(plan.weights().size(), 0)});
+                                       std::vector<size_t>(plan.weights().size(), 0),
+                                       std::vector<bool>(plan.weights().size(), false)});
   }
 }
 

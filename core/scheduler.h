@@ -119,6 +119,7 @@ class Scheduler {
   struct PerProcessor {
     WeightedRoundRobin wrr;
     std::vector<size_t> cursor;  // per class: the next flow's index
+    std::vector<bool> active;    // per class, scratch for Next()
   };
   const SchedulingPlan& plan_;
   std::vector<PerProcessor> processors_;
@@ -129,7 +130,8 @@ auto Scheduler::Next(int processor, const HasWork& has_work, const Take& take)
     -> decltype(take(0)) {
   PerProcessor& state = processors_[static_cast<size_t>(processor)];
   const int classes = plan_.class_count();
-  std::vector<bool> active(static_cast<size_t>(classes), false);
+  std::vector<bool>& active = state.active;
+  active.assign(static_cast<size_t>(classes), false);
   bool any = false;
   for (int c = 0; c < classes; ++c) {
     for (int flow : plan_.flows_of_class(c)) {
