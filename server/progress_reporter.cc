@@ -76,11 +76,10 @@ std::string ProgressReporter::Line() {
                       " failed=", snapshot.counters.failed, " retried=",
                       snapshot.counters.retried, " redelivered=", snapshot.counters.redelivered,
                       " in_flight=", snapshot.in_flight, " buffered=", snapshot.buffered_events,
-                      " delayed=", snapshot.delay_stage_events,
                       " streams=", snapshot.connected_streams, " partitions=",
                       snapshot.partitions.size(), " committed=", committed_total,
                       " lag=", lag_known ? absl::StrCat(lag) : std::string("?"),
-                      " blocker=", blocker_text);
+                      " blocker=", blocker_text, " delayed=", snapshot.delay_stage_events);
 }
 
 void ProgressReporter::Run() {
