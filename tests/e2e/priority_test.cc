@@ -115,8 +115,9 @@ TEST(PriorityTest, SharesFollowTheWeightsAndAnIdleClassLendsItsShare) {
   const double window_seconds =
       ((*handled)[kTo - 1].monotonic_ns - (*handled)[kFrom].monotonic_ns) / 1e9;
 
-  // The tail: hi and med are done, lo alone runs at the full capacity.
-  constexpr size_t kTail = 600;
+  // The tail: hi and med are done (hi after ~6,700 handled, med after
+  // ~9,300), lo alone runs at the full capacity, not at its 10% share.
+  constexpr size_t kTail = 1500;
   const size_t tail_from = handled->size() - kTail;
   for (size_t i = tail_from; i < handled->size(); ++i) {
     ASSERT_EQ(TopicOf((*handled)[i]), "lo") << "event " << i << " of the tail";
@@ -125,7 +126,7 @@ TEST(PriorityTest, SharesFollowTheWeightsAndAnIdleClassLendsItsShare) {
       (handled->back().monotonic_ns - (*handled)[tail_from].monotonic_ns) / 1e9;
   const double window_rate = (window - 1) / window_seconds;
   const double tail_rate = (kTail - 1) / tail_seconds;
-  EXPECT_GT(tail_rate, 0.8 * window_rate)
+  EXPECT_GT(tail_rate, 0.7 * window_rate)
       << "lo alone ran at " << tail_rate << "/s, all classes together at " << window_rate << "/s";
   std::cout << "priority_test: window of " << kTo - kFrom << " handled: hi=" << count["hi"]
             << " med=" << count["med"] << " lo=" << count["lo"] << " at " << window_rate
