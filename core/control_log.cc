@@ -309,6 +309,7 @@ void ControlLog::Apply(int64_t offset, const ControlLogRecord& record) {
       // A change for every partition overrides all before it.
       if (record.pause().all()) pause_changes_.clear();
       pause_changes_.push_back(record.pause());
+      if (record.pause().ack_until_ms() > 0) pause_acks_[record.command_id()] = record.pause();
       break;
     case ControlLogRecord::kReset:
       resets_[record.command_id()].targets.assign(record.reset().targets().begin(),
@@ -390,42 +391,69 @@ std::string ControlLog::NewCommandId() {
 }
 
 absl::StatusOr<int64_t> ControlLog::Append(ControlLogRecord record, absl::Duration timeout) {
-  if (record.command_id().empty()) record.set_command_id(NewCommandId());
-  if (record.issued_by().empty()) record.set_issued_by(replica_);
-  if (record.issued_at_ms() == 0) record.set_issued_at_ms(absl::ToUnixMillis(absl::Now()));
-  const std::string value = record.SerializeAsString();
-  auto delivery = std::make_shared<Delivery>();
-  auto* opaque = new std::shared_ptr<Delivery>(delivery);
-  const RdKafka::ErrorCode err = producer_->produce(
-      topic_, 0, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()), value.size(),
-      record.command_id().data(), record.command_id().size(), 0, opaque);
-  if (err != RdKafka::ERR_NO_ERROR) {
-    delete opaque;
-    return KafkaErrorToStatus(err, absl::StrCat("writing to control topic ", topic_));
+  std::vector<ControlLogRecord> records;
+  records.push_back(std::move(record));
+  return AppendAll(std::move(records), timeout);
+}
+
+absl::StatusOr<int64_t> ControlLog::AppendAll(std::vector<ControlLogRecord> records,
+                                              absl::Duration timeout) {
+  std::vector<std::shared_ptr<Delivery>> deliveries;
+  for (ControlLogRecord& record : records) {
+    if (record.command_id().empty()) record.set_command_id(NewCommandId());
+    if (record.issued_by().empty()) record.set_issued_by(replica_);
+    if (record.issued_at_ms() == 0) record.set_issued_at_ms(absl::ToUnixMillis(absl::Now()));
+    const std::string value = record.SerializeAsString();
+    auto delivery = std::make_shared<Delivery>();
+    auto* opaque = new std::shared_ptr<Delivery>(delivery);
+    const RdKafka::ErrorCode err = producer_->produce(
+        topic_, 0, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()), value.size(),
+        record.command_id().data(), record.command_id().size(), 0, opaque);
+    if (err != RdKafka::ERR_NO_ERROR) {
+      delete opaque;
+      return KafkaErrorToStatus(err, absl::StrCat("writing to control topic ", topic_));
+    }
+    deliveries.push_back(std::move(delivery));
   }
   const absl::Time deadline = absl::Now() + timeout;
-  while (!delivery->done.HasBeenNotified() && absl::Now() < deadline) producer_->poll(20);
-  if (!delivery->done.HasBeenNotified()) {
-    return absl::UnavailableError(absl::StrCat("control topic ", topic_,
-                                               ": no acknowledgement within ",
-                                               absl::FormatDuration(timeout), "; retry"));
+  int64_t last_offset = -1;
+  for (const std::shared_ptr<Delivery>& delivery : deliveries) {
+    while (!delivery->done.HasBeenNotified() && absl::Now() < deadline) producer_->poll(20);
+    if (!delivery->done.HasBeenNotified()) {
+      return absl::UnavailableError(absl::StrCat("control topic ", topic_,
+                                                 ": no acknowledgement within ",
+                                                 absl::FormatDuration(timeout), "; retry"));
+    }
+    if (delivery->error != RdKafka::ERR_NO_ERROR) {
+      return KafkaErrorToStatus(delivery->error,
+                                absl::StrCat("writing to control topic ", topic_));
+    }
+    last_offset = std::max(last_offset, delivery->offset);
   }
-  if (delivery->error != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(delivery->error, absl::StrCat("writing to control topic ", topic_));
+  return last_offset;
+}
+
+absl::Status ControlLog::ReportResults(std::vector<CommandResult> results) {
+  if (results.empty()) return absl::OkStatus();
+  std::vector<ControlLogRecord> records;
+  {
+    absl::MutexLock lock(&mu_);
+    for (CommandResult& result : results) {
+      answered_.insert({result.command_id(), TopicPartition{result.topic(), result.partition()}});
+      ControlLogRecord record;
+      *record.mutable_result() = std::move(result);
+      records.push_back(std::move(record));
+    }
   }
-  return delivery->offset;
+  absl::StatusOr<int64_t> offset = AppendAll(std::move(records), absl::Seconds(30));
+  ++generation_;
+  return offset.status();
 }
 
 absl::Status ControlLog::ReportResult(CommandResult result) {
-  {
-    absl::MutexLock lock(&mu_);
-    answered_.insert({result.command_id(), TopicPartition{result.topic(), result.partition()}});
-  }
-  ControlLogRecord record;
-  *record.mutable_result() = std::move(result);
-  absl::StatusOr<int64_t> offset = Append(std::move(record), absl::Seconds(30));
-  ++generation_;
-  return offset.status();
+  std::vector<CommandResult> results;
+  results.push_back(std::move(result));
+  return ReportResults(std::move(results));
 }
 
 absl::Status ControlLog::WaitRead(int64_t offset, absl::Duration timeout) {
@@ -501,6 +529,22 @@ std::vector<ControlLog::PendingSkip> ControlLog::PendingSkips(
     if (owned_set.count(tp) == 0 || answered_.count({command_id, tp}) > 0) continue;
     if (entry.skip.expires_at_ms() < now_ms) continue;
     pending.push_back({command_id, std::move(tp), entry.skip.offset()});
+  }
+  return pending;
+}
+
+std::vector<ControlLog::PendingAck> ControlLog::PendingPauseAcks(
+    const std::vector<TopicPartition>& owned) const {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  absl::MutexLock lock(&mu_);
+  std::vector<PendingAck> pending;
+  for (const auto& [command_id, change] : pause_acks_) {
+    if (change.ack_until_ms() < now_ms) continue;
+    for (const TopicPartition& tp : owned) {
+      if (Matches(change, tp) && answered_.count({command_id, tp}) == 0) {
+        pending.push_back({command_id, tp});
+      }
+    }
   }
   return pending;
 }

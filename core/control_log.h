@@ -60,6 +60,11 @@ class ControlLog {
     TopicPartition partition;
     int64_t offset = 0;
   };
+  // A pause or resume this replica should acknowledge for `partition`.
+  struct PendingAck {
+    std::string command_id;
+    TopicPartition partition;
+  };
   struct PendingSkip {
     std::string command_id;
     TopicPartition partition;
@@ -85,9 +90,14 @@ class ControlLog {
   // Appends a record (command_id, issued_by and issued_at are filled in when
   // empty) and returns its offset once every in-sync replica has it.
   absl::StatusOr<int64_t> Append(v1::internal::ControlLogRecord record, absl::Duration timeout);
+  // Appends several records; the offset of the last one.
+  absl::StatusOr<int64_t> AppendAll(std::vector<v1::internal::ControlLogRecord> records,
+                                    absl::Duration timeout);
   // Writes the result of applying `command_id` to one partition; the command
   // counts as applied here at once (before the record is read back).
   absl::Status ReportResult(v1::internal::CommandResult result);
+  // Several results, written together (one wait for all acknowledgements).
+  absl::Status ReportResults(std::vector<v1::internal::CommandResult> results);
 
   // Waits until the reader has read every record below `offset`.
   absl::Status WaitRead(int64_t offset, absl::Duration timeout);
@@ -104,6 +114,7 @@ class ControlLog {
   // Commands for partitions in `owned` that this replica should apply now.
   std::vector<PendingReset> PendingResets(const std::vector<TopicPartition>& owned) const;
   std::vector<PendingSkip> PendingSkips(const std::vector<TopicPartition>& owned) const;
+  std::vector<PendingAck> PendingPauseAcks(const std::vector<TopicPartition>& owned) const;
 
   // Results read so far for `command_id`; waits up to `timeout` until there
   // are at least `expected` of them.
@@ -158,6 +169,8 @@ class ControlLog {
     v1::internal::SkipCommand skip;
   };
   std::map<std::string, SkipEntry> skips_ ABSL_GUARDED_BY(mu_);
+  // Pause/resume commands still within their acknowledgement window.
+  std::map<std::string, v1::internal::PauseChange> pause_acks_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<AppliedResult>> results_ ABSL_GUARDED_BY(mu_);
   // (command, partition) answered: read back, or reported by this replica.
   std::set<std::pair<std::string, TopicPartition>> answered_ ABSL_GUARDED_BY(mu_);

@@ -361,6 +361,19 @@ void KafkaConsumer::ReportReset(const ControlLog::PendingReset& reset, const abs
 
 void KafkaConsumer::ApplyControlCommands() {
   if (control_ == nullptr || assignment_.empty()) return;
+  // UpdateHeld ran first: pauses and resumes read so far are in force here.
+  std::vector<v1::internal::CommandResult> acks;
+  for (const ControlLog::PendingAck& pending : control_->PendingPauseAcks(assignment_)) {
+    v1::internal::CommandResult ack;
+    ack.set_command_id(pending.command_id);
+    ack.set_topic(pending.partition.topic);
+    ack.set_partition(pending.partition.partition);
+    ack.set_ok(true);
+    acks.push_back(std::move(ack));
+  }
+  if (absl::Status acked = control_->ReportResults(std::move(acks)); !acked.ok()) {
+    LogWarn("consumer", "could not acknowledge a pause/resume: ", acked.ToString());
+  }
   for (const ControlLog::PendingReset& reset : control_->PendingResets(assignment_)) {
     // Drop the partition's work (new epoch: late results are stale), move
     // the fetch position, then commit it so the group agrees even if this

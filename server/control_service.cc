@@ -18,6 +18,7 @@ constexpr absl::Duration kKafkaTimeout = absl::Seconds(10);
 constexpr absl::Duration kAppendTimeout = absl::Seconds(15);
 constexpr absl::Duration kDefaultResetWait = absl::Seconds(15);
 constexpr absl::Duration kDefaultSkipWait = absl::Seconds(10);
+constexpr absl::Duration kPauseAckWait = absl::Seconds(10);
 // Record timestamps may run slightly ahead of this machine's clock.
 constexpr absl::Duration kClockSkew = absl::Seconds(60);
 
@@ -125,11 +126,21 @@ absl::StatusOr<int64_t> ControlService::ChangePause(bool paused, bool all,
     for (int32_t p : partitions) change->add_partitions(p);
     for (int32_t p : *ids) selected->push_back({topic, p});
   }
+  // Answer once the owners of the selected partitions applied it (each
+  // acknowledges in the control topic); an unowned partition (a rebalance
+  // under way) gets it from its next owner, before any fetch.
+  change->set_ack_until_ms(absl::ToUnixMillis(absl::Now() + kPauseAckWait));
+  record.set_command_id(control_->NewCommandId());
+  const std::string command_id = record.command_id();
   absl::StatusOr<int64_t> offset = control_->Append(std::move(record), kAppendTimeout);
   if (!offset.ok()) return offset.status();
-  // Answer once this replica follows the change too.
-  absl::Status read = control_->WaitRead(*offset + 1, kAppendTimeout);
-  if (!read.ok()) LogWarn("control", verb, " recorded but not read back yet: ", read.ToString());
+  const std::vector<ControlLog::AppliedResult> acks =
+      control_->WaitForResults(command_id, selected->size(), kPauseAckWait);
+  if (acks.size() < selected->size()) {
+    LogWarn("control", verb, " recorded; ", acks.size(), " of ", selected->size(),
+            " partitions acknowledged by their owners within ",
+            absl::FormatDuration(kPauseAckWait), " (the rest apply it when assigned)");
+  }
   LogInfo("control", verb, " ", all ? std::string("all") : topic,
           partitions.empty() ? "" : absl::StrCat("/", absl::StrJoin(partitions, ",")),
           " (control offset ", *offset, ")");
