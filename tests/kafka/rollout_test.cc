@@ -72,6 +72,10 @@ constexpr char kDeployment[] = "k8s/base/ferry-deployment.yaml";
 constexpr int kPartitions = 12;
 constexpr int kKeys = 600;
 constexpr int kEventsPerSecond = 1500;
+// Each example worker: kHandlerThreads handlers of kWorkUs each.
+constexpr int kWorkUs = 5000;
+constexpr int kHandlerThreads = 16;
+constexpr int kWorkers = 2;
 
 // Writes keyed records continuously (key-k always to partition k % 12,
 // payload = the key's sequence number) until stopped; counts acknowledged
@@ -265,18 +269,25 @@ TEST_F(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
                   .ok());
 
   // ---- The worker Deployment: two example workers behind one target. ----
+  // 5 ms per event on 16 handler threads each: 3,200 events/s per worker
+  // for 1,500/s produced, with several events in flight at any time, so the
+  // replica that gets SIGTERM usually has work to drain.
   std::vector<Worker> workers;
-  for (const char* name : {"worker-1", "worker-2"}) {
+  for (int i = 1; i <= kWorkers; ++i) {
+    const std::string name = absl::StrCat("worker-", i);
     absl::StatusOr<Worker> worker =
-        StartWorker(absl::StrCat("rollout-", name), 64, 0, {"--work_us=1000", "--handler_threads=4"});
+        StartWorker(absl::StrCat("rollout-", name), 64, 0,
+                    {absl::StrCat("--work_us=", kWorkUs),
+                     absl::StrCat("--handler_threads=", kHandlerThreads)});
     ASSERT_TRUE(worker.ok()) << worker.status();
     workers.push_back(*std::move(worker));
   }
   const std::string token_file = TempPath("rollout-control-token");
   WriteFile(token_file, "rehearsal-token\n");
   config["kafka"]["bootstrap.servers"] = bootstrap;
-  config["processors"][0]["target"] = absl::StrCat("ipv4:127.0.0.1:", workers[0].port,
-                                                   ",127.0.0.1:", workers[1].port);
+  std::vector<std::string> addresses;
+  for (const Worker& worker : workers) addresses.push_back(absl::StrCat("127.0.0.1:", worker.port));
+  config["processors"][0]["target"] = absl::StrCat("ipv4:", absl::StrJoin(addresses, ","));
   config["server"]["listen"] = "127.0.0.1:0";
   config["server"]["metrics_listen"] = "127.0.0.1:0";
   config["control"]["token_file"] = token_file;
@@ -437,18 +448,22 @@ TEST_F(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
   const int64_t duplicates = static_cast<int64_t>(handled.size()) - distinct;
   // Duplicates come from the two eager rebalances (B joins: every partition
   // is revoked; A leaves: B's are). A revoked partition's new owner resumes
-  // at the group's committed offset, so it re-handles what was finished
-  // since the last commit plus what was in flight. Bound: two commit
-  // intervals of production plus every event the two replicas can have in
-  // flight (streams x the workers' credit of 64 each). A drained and
-  // committed before leaving, so its own departure adds only the second
-  // rebalance's share.
+  // at the group's committed offset, so it re-handles what was in flight
+  // and, today, also what was finished since the last periodic commit: the
+  // commit on revoke commits nothing (core's OnRevoked forgets the
+  // partitions before KafkaConsumer commits, and CommitOnPollThread drops
+  // positions of partitions the engine no longer holds). Bound: what the
+  // workers can finish in two commit intervals plus every event the two
+  // replicas can have in flight (streams x the workers' credit of 64). A
+  // drained and made its final commit before leaving, so its own departure
+  // adds only the second rebalance's share.
   absl::Duration commit_interval;
   ASSERT_TRUE(
       absl::ParseDuration(config["commit"]["interval"].as<std::string>(), &commit_interval));
   const int64_t streams = config["processors"][0]["streams"].as<int64_t>();
+  const double capacity_per_second = kWorkers * kHandlerThreads * 1e6 / kWorkUs;
   const int64_t duplicate_bound =
-      static_cast<int64_t>(2 * kEventsPerSecond * absl::ToDoubleSeconds(commit_interval)) +
+      static_cast<int64_t>(2 * capacity_per_second * absl::ToDoubleSeconds(commit_interval)) +
       2 * streams * 64;
   EXPECT_LE(duplicates, duplicate_bound);
   std::cout << "rollout: " << events << " events produced over "
