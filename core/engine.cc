@@ -454,7 +454,7 @@ int64_t Engine::AddStream(int processor_index, WorkerStream* stream) {
   return id;
 }
 
-void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight) {
+void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name) {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
@@ -465,6 +465,7 @@ void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight) {
     return;
   }
   entry.ready = true;
+  entry.worker_name = worker_name;
   // The worker's credit; Credit messages add to it. Dispatch also keeps the
   // stream under ferry's own cap (processor max_in_flight).
   entry.credit = max_in_flight;
@@ -881,7 +882,8 @@ EngineSnapshot Engine::Snapshot() const {
     }
     processor.in_flight += stream.in_flight;
     snapshot.streams.push_back(
-        {id, stream.processor, stream.ready, std::max<int64_t>(0, stream.credit), stream.in_flight});
+        {id, stream.processor, stream.ready, std::max<int64_t>(0, stream.credit), stream.in_flight,
+         stream.worker_name});
   }
   std::map<TopicPartition, int64_t> in_flight_by_partition;
   for (const auto& [id, flight] : in_flight_) {

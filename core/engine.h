@@ -136,6 +136,7 @@ struct StreamSnapshot {
   bool ready = false;
   int64_t credit = 0;
   int64_t in_flight = 0;
+  std::string worker_name;
 };
 
 struct ProcessorSnapshot {
@@ -204,7 +205,8 @@ class Engine {
   // Registers a stream of processor `processor_index` (index into
   // Config::processors). No event is sent before OnReady.
   int64_t AddStream(int processor_index, WorkerStream* stream);
-  void OnReady(int64_t stream_id, uint32_t max_in_flight);
+  // `worker_name` is what the worker calls itself (shown in GetStatus).
+  void OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name = "");
   void OnCredit(int64_t stream_id, uint32_t credit);
   void OnResults(int64_t stream_id, const v1::Results& results);
   // The stream is gone: its in-flight events go back to the front of their
@@ -315,6 +317,7 @@ class Engine {
     bool ready = false;
     int64_t credit = 0;  // granted minus sent
     int64_t in_flight = 0;
+    std::string worker_name;
   };
 
   int ProcessorFor(const std::string& type) const;

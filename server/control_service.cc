@@ -393,6 +393,7 @@ void ControlService::Status(v1::GetStatusResponse* response) {
     worker->set_ready(stream.ready);
     worker->set_credit(stream.credit);
     worker->set_in_flight(stream.in_flight);
+    worker->set_worker_name(stream.worker_name);
   }
   response->set_lanes_in_use(static_cast<int32_t>(snapshot.lanes_in_use));
   response->set_lane_count(config_.lane_count);

@@ -98,7 +98,8 @@ class WorkerPool::StreamReactor final
           worker_name_ = response_.ready().worker_name();
           ready_ = true;
         }
-        pool_->engine_->OnReady(stream_id_, response_.ready().max_in_flight());
+        pool_->engine_->OnReady(stream_id_, response_.ready().max_in_flight(),
+                                response_.ready().worker_name());
         break;
       case v1::ProcessResponse::kCredit:
         pool_->engine_->OnCredit(stream_id_, response_.credit().n());

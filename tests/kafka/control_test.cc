@@ -202,6 +202,17 @@ TEST_F(ControlTest, PauseResumeResetAcrossReplicas) {
     ASSERT_TRUE(ok.ok()) << ok.error_message();
     EXPECT_EQ(status.replica(), "replica-a");
     EXPECT_EQ(status.group_id(), kGroup);
+    ASSERT_EQ(status.workers_size(), 2);  // streams: 2
+    EXPECT_EQ(status.workers(0).worker_name(), "control-worker");
+    EXPECT_TRUE(status.workers(0).ready());
+    EXPECT_EQ(status.lane_count(), 64);
+    EXPECT_EQ(status.partitions_size(), 2);  // half of the 4 partitions each
+    for (const v1::PartitionStatus& partition : status.partitions()) {
+      EXPECT_EQ(partition.committed_offset(), kBatch / kPartitions);
+      EXPECT_EQ(partition.end_offset(), kBatch / kPartitions);
+      EXPECT_EQ(partition.lag(), 0);
+      EXPECT_EQ(partition.lowest_unfinished_offset(), -1);
+    }
   }
 
   // The operator's CLI against the real server: JSON status, and a usage
