@@ -26,6 +26,55 @@ constexpr absl::Duration kDeadLetterRetryBackoff = absl::Seconds(1);
 
 }  // namespace
 
+class ABSL_SCOPED_LOCKABLE Engine::SendingLock {
+ public:
+  explicit SendingLock(Engine* engine) ABSL_EXCLUSIVE_LOCK_FUNCTION(engine->mu_)
+      : engine_(engine) {
+    engine_->mu_.Lock();
+  }
+  ~SendingLock() ABSL_UNLOCK_FUNCTION() { engine_->FlushOutboxAndUnlock(); }
+  SendingLock(const SendingLock&) = delete;
+  SendingLock& operator=(const SendingLock&) = delete;
+
+ private:
+  Engine* const engine_;
+};
+
+void Engine::FlushOutboxAndUnlock() {
+  // One sender at a time keeps each stream's messages in the order they were
+  // queued; a thread that finds another sending leaves its messages to it.
+  if (flushing_ || outbox_.empty()) {
+    mu_.Unlock();
+    return;
+  }
+  flushing_ = true;
+  flusher_ = std::this_thread::get_id();
+  std::vector<Outgoing> round;
+  while (!outbox_.empty()) {
+    round.swap(outbox_);
+    ++flush_rounds_started_;
+    mu_.Unlock();
+    for (Outgoing& out : round) {
+      if (!closed_while_flushing_.empty() &&
+          std::find(closed_while_flushing_.begin(), closed_while_flushing_.end(),
+                    out.stream_id) != closed_while_flushing_.end()) {
+        continue;  // its OnDone ran inline in one of our sends
+      }
+      if (out.cancel) {
+        out.stream->SendCancel(std::move(out.ids));
+      } else {
+        out.stream->SendEvents(std::move(out.events));
+      }
+    }
+    round.clear();
+    mu_.Lock();
+    ++flush_rounds_done_;
+  }
+  closed_while_flushing_.clear();
+  flushing_ = false;
+  mu_.Unlock();
+}
+
 Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_letters,
                EngineStats* stats)
     : config_(config),
@@ -78,7 +127,7 @@ void Engine::OnAssigned(const std::vector<TopicPartition>& partitions) {
 }
 
 std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>& partitions) {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   std::vector<CommitPosition> positions;
   std::set<TopicPartition> revoked;
   for (const TopicPartition& tp : partitions) {
@@ -183,7 +232,7 @@ int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
 }
 
 void Engine::SetPaused(const std::set<TopicPartition>& paused) {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   std::set<TopicPartition> newly_paused;
   std::vector<TopicPartition> resumed;
   for (auto& [tp, entry] : partitions_) {
@@ -232,7 +281,7 @@ void Engine::SetPaused(const std::set<TopicPartition>& paused) {
 }
 
 void Engine::ResetPartition(const TopicPartition& tp) {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   auto it = partitions_.find(tp);
   if (it == partitions_.end()) return;
   DropWorkLocked({tp});
@@ -247,7 +296,7 @@ void Engine::ResetPartition(const TopicPartition& tp) {
 }
 
 absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t offset) {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   auto entry = partitions_.find(tp);
   const std::string where = absl::StrCat(tp.ToString(), "@", offset);
   if (entry == partitions_.end()) {
@@ -272,7 +321,12 @@ absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t
       auto stream = streams_.find(it->second.stream_id);
       if (stream != streams_.end()) {
         --stream->second.in_flight;
-        stream->second.stream->SendCancel({it->first});
+        Outgoing cancel;
+        cancel.stream_id = stream->first;
+        cancel.stream = stream->second.stream;
+        cancel.cancel = true;
+        cancel.ids.push_back(it->first);
+        outbox_.push_back(std::move(cancel));
       }
       taken = std::move(it->second.queued);
       in_flight_.erase(it);
@@ -320,7 +374,32 @@ absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t
 }
 
 void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> record_key) {
+  SendingLock lock(this);
+  SubmitLocked(std::move(event), bytes, std::move(record_key), clock_->Now());
+  DispatchLocked();
+}
+
+void Engine::SubmitBatch(std::vector<SubmitItem>& items) {
+  if (items.empty()) return;
+  SendingLock lock(this);
+  const absl::Time now = clock_->Now();
+  for (SubmitItem& item : items) {
+    SubmitLocked(std::move(item.event), item.bytes, std::move(item.record_key), now);
+  }
+  DispatchLocked();
+}
+
+Engine::Headroom Engine::Room() const {
   absl::MutexLock lock(&mu_);
+  Headroom room;
+  room.events = std::min<int64_t>(config_.max_buffered_events - buffered_events_,
+                                  config_.max_delayed_events - delayed_.size());
+  room.bytes = config_.max_buffered_bytes - buffered_bytes_;
+  return room;
+}
+
+void Engine::SubmitLocked(v1::Event event, int64_t bytes, std::optional<std::string> record_key,
+                          absl::Time now) {
   const TopicPartition tp{event.topic(), event.partition()};
   auto it = partitions_.find(tp);
   if (it == partitions_.end()) {
@@ -334,7 +413,6 @@ void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> r
     if (stats_ != nullptr) stats_->DuplicateRecord();
     return;
   }
-  const absl::Time now = clock_->Now();
   NoteBegunLocked(it->second, event.offset(), now);
   ++counters_.submitted;
   ++buffered_events_;
@@ -383,7 +461,6 @@ void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> r
     }
   }
   EnqueueLocked(std::move(queued), /*front=*/false);
-  DispatchLocked();
 }
 
 void Engine::SubmitPoison(const RawRecord& record, const std::string& error) {
@@ -455,7 +532,7 @@ int64_t Engine::AddStream(int processor_index, WorkerStream* stream) {
 }
 
 void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name) {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
@@ -475,7 +552,7 @@ void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight, const std::strin
 }
 
 void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
@@ -496,7 +573,7 @@ void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
 }
 
 void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   auto stream = streams_.find(stream_id);
   if (stream == streams_.end()) {
     counters_.stale_results += results.results_size();  // the stream is gone
@@ -734,15 +811,35 @@ void Engine::RequeueStreamEventsLocked(int64_t stream_id) {
 }
 
 void Engine::OnStreamClosed(int64_t stream_id) {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   if (streams_.find(stream_id) == streams_.end()) return;
   RequeueStreamEventsLocked(stream_id);
   streams_.erase(stream_id);
+  // Messages not yet taken by a sender are dropped (their events were just
+  // re-queued); one being sent right now must finish before this returns.
+  outbox_.erase(std::remove_if(outbox_.begin(), outbox_.end(),
+                               [stream_id](const Outgoing& out) {
+                                 return out.stream_id == stream_id;
+                               }),
+                outbox_.end());
+  if (flushing_ && flusher_ == std::this_thread::get_id()) {
+    closed_while_flushing_.push_back(stream_id);  // gRPC ran OnDone inside our send
+  } else if (flushing_) {
+    struct Wait {
+      Engine* engine;
+      uint64_t round;
+    } wait{this, flush_rounds_started_};
+    mu_.Await(absl::Condition(
+        +[](Wait* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->engine->mu_) {
+          return w->engine->flush_rounds_done_ >= w->round;
+        },
+        &wait));
+  }
   DispatchLocked();
 }
 
 void Engine::OnTimer() {
-  absl::MutexLock lock(&mu_);
+  SendingLock lock(this);
   const absl::Time now = clock_->Now();
   bool changed = false;
   std::map<int64_t, std::vector<uint64_t>> cancels;
@@ -776,7 +873,13 @@ void Engine::OnTimer() {
   }
   for (auto& [stream_id, ids] : cancels) {
     auto stream = streams_.find(stream_id);
-    if (stream != streams_.end()) stream->second.stream->SendCancel(std::move(ids));
+    if (stream == streams_.end()) continue;
+    Outgoing cancel;
+    cancel.stream_id = stream_id;
+    cancel.stream = stream->second.stream;
+    cancel.cancel = true;
+    cancel.ids = std::move(ids);
+    outbox_.push_back(std::move(cancel));
   }
   while (!retries_.empty() && retries_.begin()->first <= now) {
     QueuedEvent queued = std::move(retries_.begin()->second);
@@ -1045,7 +1148,8 @@ void Engine::DispatchLocked() {
     auto has_room = [cap](const StreamEntry& stream) {
       return stream.ready && stream.credit > 0 && stream.in_flight < cap;
     };
-    std::vector<int64_t> candidates;
+    std::vector<int64_t>& candidates = candidates_;
+    candidates.clear();
     for (auto& [id, stream] : streams_) {
       if (static_cast<size_t>(stream.processor) == processor && has_room(stream)) {
         candidates.push_back(id);
@@ -1057,14 +1161,33 @@ void Engine::DispatchLocked() {
                                  last_stream_used_[processor]),
                 candidates.end());
 
-    std::map<int64_t, v1::Events> batches;
-    std::map<int64_t, int64_t> batch_bytes;
-    auto flush = [this, &batches, &batch_bytes](int64_t stream_id) {
-      batch_bytes[stream_id] = 0;
-      auto batch = batches.find(stream_id);
-      if (batch == batches.end() || batch->second.events_size() == 0) return;
-      streams_[stream_id].stream->SendEvents(std::move(batch->second));
-      batches.erase(batch);
+    // The Events message being filled per stream (one entry per stream that
+    // got events in this call; a handful at most).
+    struct Batch {
+      int64_t stream_id = 0;
+      WorkerStream* stream = nullptr;
+      v1::Events events;
+      int64_t bytes = 0;
+    };
+    std::vector<Batch> batches;
+    auto batch_for = [this, &batches](int64_t stream_id) -> Batch& {
+      for (Batch& batch : batches) {
+        if (batch.stream_id == stream_id) return batch;
+      }
+      batches.emplace_back();
+      batches.back().stream_id = stream_id;
+      batches.back().stream = streams_[stream_id].stream;
+      return batches.back();
+    };
+    auto flush = [this](Batch& batch) {
+      batch.bytes = 0;
+      if (batch.events.events_size() == 0) return;
+      Outgoing out;
+      out.stream_id = batch.stream_id;
+      out.stream = batch.stream;
+      out.events = std::move(batch.events);
+      batch.events.Clear();
+      outbox_.push_back(std::move(out));
     };
 
     size_t next = 0;
@@ -1081,12 +1204,10 @@ void Engine::DispatchLocked() {
       taken->event.set_id(id);
       taken->event.set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
       const int64_t event_bytes = static_cast<int64_t>(taken->event.ByteSizeLong());
-      if (batch_bytes[stream_id] + event_bytes > processor_config.max_batch_bytes) {
-        flush(stream_id);
-      }
-      v1::Events& batch = batches[stream_id];
-      *batch.add_events() = taken->event;
-      batch_bytes[stream_id] += event_bytes;
+      Batch* batch = &batch_for(stream_id);
+      if (batch->bytes + event_bytes > processor_config.max_batch_bytes) flush(*batch);
+      *batch->events.add_events() = taken->event;
+      batch->bytes += event_bytes;
       if (stats_ != nullptr) {
         stats_->Dispatched(taken->processor, taken->type_index, now - taken->queued_at,
                            taken->redelivery);
@@ -1101,15 +1222,15 @@ void Engine::DispatchLocked() {
       ++stream.in_flight;
       ++counters_.dispatched;
       last_stream_used_[processor] = stream_id;
-      if (batch.events_size() >= processor_config.max_batch) flush(stream_id);
+      if (batch->events.events_size() >= processor_config.max_batch) flush(*batch);
       if (!has_room(stream)) {
-        flush(stream_id);
+        flush(*batch);
         candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(next));
       } else {
         ++next;
       }
     }
-    while (!batches.empty()) flush(batches.begin()->first);
+    for (Batch& batch : batches) flush(batch);
   }
 }
 

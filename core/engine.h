@@ -31,9 +31,12 @@
 // happen (atomic counters and histograms, under the engine mutex); state
 // gauges come from Snapshot().
 //
-// Threading: every public method is thread-safe (one internal mutex). Calls
-// into WorkerStream happen with that mutex held; WorkerStream implementations
-// must not block or call back.
+// Threading: every public method is thread-safe (one internal mutex).
+// Messages for WorkerStreams (Events, Cancel) are queued in an outbox under
+// that mutex and sent after it is released, by one thread at a time and in
+// the order they were queued, so serialization and gRPC writes never hold the
+// engine. OnStreamClosed returns only once no send to that stream is running.
+// WorkerStream implementations must not block or call back into the engine.
 #ifndef FERRY_CORE_ENGINE_H_
 #define FERRY_CORE_ENGINE_H_
 
@@ -46,6 +49,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -191,6 +195,21 @@ class Engine {
   // record's own key (for a dead letter, which keeps the original record).
   void Submit(v1::Event event, int64_t bytes,
               std::optional<std::string> record_key = std::nullopt);
+  // A batch of decoded events (one consume batch), accepted in order under one
+  // lock with one dispatch at the end. Exactly like Submit() per item.
+  struct SubmitItem {
+    v1::Event event;
+    int64_t bytes = 0;
+    std::optional<std::string> record_key;
+  };
+  void SubmitBatch(std::vector<SubmitItem>& items);
+  // How much more the consumer may hand over before a budget is reached:
+  // events (against max_buffered_events and max_delayed_events) and bytes.
+  struct Headroom {
+    int64_t events = 0;
+    int64_t bytes = 0;
+  };
+  Headroom Room() const;
   // A record that cannot become an event (undecodable, oversize): it takes
   // the failure policy (dead letter, skip or block) at once.
   void SubmitPoison(const RawRecord& record, const std::string& error);
@@ -320,6 +339,22 @@ class Engine {
     std::string worker_name;
   };
 
+  // One queued message for a stream (events, or a cancel when `cancel`).
+  struct Outgoing {
+    int64_t stream_id = 0;
+    WorkerStream* stream = nullptr;
+    bool cancel = false;
+    v1::Events events;
+    std::vector<uint64_t> ids;
+  };
+  // Locks mu_; on destruction sends what the outbox holds (see Threading).
+  class SendingLock;
+  friend class SendingLock;
+  // Sends the outbox with mu_ held on entry; returns with mu_ released.
+  void FlushOutboxAndUnlock() ABSL_UNLOCK_FUNCTION(mu_);
+
+  void SubmitLocked(v1::Event event, int64_t bytes, std::optional<std::string> record_key,
+                    absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int ProcessorFor(const std::string& type) const;
   Ordering OrderingFor(const std::string& topic) const;
   // Into its lane (or unordered queue); set aside instead when its partition
@@ -413,6 +448,19 @@ class Engine {
   uint64_t next_dead_letter_token_ ABSL_GUARDED_BY(mu_) = 1;
   std::atomic<uint64_t> blocked_generation_{0};
   absl::BitGen random_ ABSL_GUARDED_BY(mu_);
+  // Messages for streams, sent after mu_ is released (FlushOutboxAndUnlock).
+  std::vector<Outgoing> outbox_ ABSL_GUARDED_BY(mu_);
+  // Reused by DispatchLocked (per-call scratch).
+  std::vector<int64_t> candidates_ ABSL_GUARDED_BY(mu_);
+  // Whether a thread is sending the outbox, which one, and how many rounds
+  // (outbox takes) it started and finished.
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread::id flusher_ ABSL_GUARDED_BY(mu_);
+  uint64_t flush_rounds_started_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t flush_rounds_done_ ABSL_GUARDED_BY(mu_) = 0;
+  // Streams closed by the flushing thread itself while it sends (gRPC ran
+  // OnDone inline): written and read only on that thread.
+  std::vector<int64_t> closed_while_flushing_;
   StreamResetter stream_resetter_;
 
  public:

@@ -1,5 +1,6 @@
 #include "core/engine.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -323,6 +324,70 @@ TEST_F(EngineTest, BudgetsDrivePauseAndResume) {
   }
   EXPECT_FALSE(engine_.OverHighWatermark());
   EXPECT_TRUE(engine_.UnderLowWatermark());
+}
+
+TEST_F(EngineTest, SubmitBatchDispatchesOnceInOneMessage) {
+  FakeWorkerStream stream("s");
+  Connect(stream, 1000);
+  std::vector<Engine::SubmitItem> items;
+  for (int i = 0; i < 40; ++i) {
+    items.push_back({MakeEvent(i % 2, i / 2, "k" + std::to_string(i)), 1, std::nullopt});
+  }
+  engine_.SubmitBatch(items);
+  // One dispatch for the whole batch: one Events message, not one per record.
+  // (40 keys share 16 lanes here, so one event per lane leaves.)
+  ASSERT_EQ(stream.batches().size(), 1u);
+  EXPECT_EQ(stream.batches()[0].events_size(), 16);
+  EXPECT_EQ(engine_.Snapshot().in_flight, 16);
+  EXPECT_EQ(engine_.Buffered(), 40);
+  // Per-key order and duplicates are handled exactly like Submit().
+  std::vector<Engine::SubmitItem> more;
+  more.push_back({MakeEvent(0, 19, "k38"), 1, std::nullopt});  // already read: a duplicate
+  more.push_back({MakeEvent(0, 20, "k0"), 1, std::nullopt});   // behind offset 0 of key k0
+  engine_.SubmitBatch(more);
+  EXPECT_EQ(engine_.Snapshot().counters.duplicate_records, 1);
+  EXPECT_EQ(stream.held().size(), 16u);
+  EXPECT_EQ(engine_.Buffered(), 41);
+}
+
+TEST_F(EngineTest, RoomIsTheBudgetLeft) {
+  EXPECT_EQ(engine_.Room().events, 1000);
+  for (int i = 0; i < 10; ++i) engine_.Submit(MakeEvent(0, i, "k"), 5);
+  EXPECT_EQ(engine_.Room().events, 990);
+  EXPECT_EQ(engine_.Room().bytes, (256LL << 20) - 50);
+}
+
+// A stream that asks the engine for its state while it is being sent to: it
+// would deadlock (or trip absl's deadlock detector) if the engine still held
+// its mutex during SendEvents/SendCancel.
+class ReentrantStream final : public WorkerStream {
+ public:
+  explicit ReentrantStream(Engine* engine) : engine_(engine) {}
+  void SendEvents(v1::Events events) override {
+    buffered_seen_.push_back(engine_->Buffered());
+    for (const v1::Event& event : events.events()) sent_.push_back(event);
+  }
+  void SendCancel(std::vector<uint64_t> ids) override {
+    buffered_seen_.push_back(engine_->Buffered());
+    cancelled_.insert(cancelled_.end(), ids.begin(), ids.end());
+  }
+  std::string Describe() const override { return "reentrant"; }
+  Engine* const engine_;
+  std::vector<int64_t> buffered_seen_;
+  std::vector<v1::Event> sent_;
+  std::vector<uint64_t> cancelled_;
+};
+
+TEST_F(EngineTest, StreamsAreSentToWithoutTheEngineLock) {
+  ReentrantStream stream(&engine_);
+  const int64_t id = engine_.AddStream(0, &stream);
+  engine_.OnReady(id, 10);
+  engine_.Submit(MakeEvent(0, 0, "a"), 1);
+  ASSERT_EQ(stream.sent_.size(), 1u);
+  clock_.Advance(absl::Seconds(11));
+  engine_.OnTimer();  // the deadline passed: a Cancel
+  EXPECT_THAT(stream.cancelled_, ElementsAre(stream.sent_[0].id()));
+  EXPECT_THAT(stream.buffered_seen_, ElementsAre(1, 0));
 }
 
 TEST_F(EngineTest, NothingIsDispatchedAfterStopDispatching) {

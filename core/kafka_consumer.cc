@@ -16,6 +16,8 @@ namespace {
 constexpr int kPollTimeoutMs = 100;
 // While paused nothing arrives, so poll briefly to notice the drain soon.
 constexpr int kPausedPollTimeoutMs = 10;
+// At most this many records per round (one engine lock, one dispatch).
+constexpr int64_t kMaxRoundRecords = 1024;
 
 std::vector<TopicPartition> ToTopicPartitions(
     const std::vector<RdKafka::TopicPartition*>& partitions) {
@@ -207,9 +209,26 @@ void KafkaConsumer::PollLoop() {
   }
   while (!stop_) {
     ServeCommitRequests();
+    // One round: wait for a record, then take whatever else librdkafka has
+    // ready without waiting, up to the engine's headroom (so a budget is
+    // never overrun by more than the one record that crosses it).
     std::unique_ptr<RdKafka::Message> message(
         consumer_->consume(paused_ ? kPausedPollTimeoutMs : kPollTimeoutMs));
-    if (message != nullptr) HandleMessage(*message);
+    if (message != nullptr && message->err() == RdKafka::ERR_NO_ERROR) {
+      const Engine::Headroom room = engine_->Room();
+      const int64_t limit = std::min(kMaxRoundRecords, std::max<int64_t>(1, room.events));
+      HandleMessage(*message);
+      while (static_cast<int64_t>(batch_.size()) < limit && batch_bytes_ < room.bytes &&
+             !stop_) {
+        message.reset(consumer_->consume(0));
+        if (message == nullptr || message->err() == RdKafka::ERR__TIMED_OUT) break;
+        HandleMessage(*message);
+        if (message->err() != RdKafka::ERR_NO_ERROR) break;
+      }
+    } else if (message != nullptr) {
+      HandleMessage(*message);
+    }
+    FlushBatch();
     UpdateFlowControl();
   }
   ServeCommitRequests();
@@ -251,6 +270,7 @@ void KafkaConsumer::HandleMessage(RdKafka::Message& message) {
   RawRecord record = ToRawRecord(message);
   const int64_t bytes = record.ByteSize();
   if (bytes > config_.max_event_bytes) {
+    FlushBatch();
     engine_->SubmitPoison(record, absl::StrCat("record of ", bytes,
                                                " bytes is over failures.max_event_bytes (",
                                                config_.max_event_bytes, ")"));
@@ -258,10 +278,19 @@ void KafkaConsumer::HandleMessage(RdKafka::Message& message) {
   }
   absl::StatusOr<v1::Event> event = decoder_->Decode(record);
   if (!event.ok()) {
+    FlushBatch();
     engine_->SubmitPoison(record, std::string(event.status().message()));
     return;
   }
-  engine_->Submit(*std::move(event), bytes, std::move(record.key));
+  batch_.push_back({*std::move(event), bytes, std::move(record.key)});
+  batch_bytes_ += bytes;
+}
+
+void KafkaConsumer::FlushBatch() {
+  if (batch_.empty()) return;
+  engine_->SubmitBatch(batch_);
+  batch_.clear();
+  batch_bytes_ = 0;
 }
 
 void KafkaConsumer::UpdateFlowControl() {
@@ -441,6 +470,7 @@ void KafkaConsumer::ResumeAll() {
 
 void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions,
                              bool incremental) {
+  FlushBatch();  // records read before the rebalance belong to the old assignment
   const std::vector<TopicPartition> assigned = ToTopicPartitions(partitions);
   if (stats_ != nullptr) stats_->Assigned();
   engine_->OnAssigned(assigned);
@@ -513,6 +543,7 @@ void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partit
 
 void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions,
                              bool incremental) {
+  FlushBatch();  // records read before the rebalance belong to the old assignment
   const std::vector<TopicPartition> revoked = ToTopicPartitions(partitions);
   const std::vector<CommitPosition> positions = engine_->OnRevoked(revoked);
   if (stats_ != nullptr) stats_->Revoked(consumer_->assignment_lost());

@@ -91,7 +91,11 @@ class KafkaConsumer final : public OffsetCommitter {
   // Copies the poll thread's pause state for FetchStates().
   void PublishPauseState();
   void PollLoop();
+  // Adds a record to batch_ (a poison record flushes batch_ first and goes
+  // to the engine at once, so records keep their order).
   void HandleMessage(RdKafka::Message& message);
+  // Hands batch_ to the engine (one lock, one dispatch).
+  void FlushBatch();
   void UpdateFlowControl();
   void OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
   void OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
@@ -121,6 +125,10 @@ class KafkaConsumer final : public OffsetCommitter {
   bool started_ = false;
   bool stopped_ = false;
   // Poll-thread state.
+  // Records consumed in this round, not yet handed to the engine (a round
+  // takes what librdkafka has ready, bounded by the engine's headroom).
+  std::vector<Engine::SubmitItem> batch_;
+  int64_t batch_bytes_ = 0;
   bool paused_ = false;
   std::vector<TopicPartition> assignment_;
   std::set<TopicPartition> held_;

@@ -1,9 +1,10 @@
 // WorkerStream: the engine's view of one open Process stream to a worker.
 //
 // The engine decides what to send; the implementation (server/worker_pool.cc,
-// or a fake in tests) only queues it for writing. Calls come with the engine's
-// mutex held, so implementations must never block and never call back into the
-// engine from inside these methods.
+// or a fake in tests) only queues it for writing. Calls come after the engine
+// released its mutex, from one thread at a time and in the order the engine
+// queued them (core/engine.h, Threading); implementations must still never
+// block and never call back into the engine from inside these methods.
 #ifndef FERRY_CORE_WORKER_STREAM_H_
 #define FERRY_CORE_WORKER_STREAM_H_
 

@@ -58,7 +58,8 @@ class WorkerPool::StreamReactor final
   // inline, and OnDone takes that lock.
   void Begin() { StartCall(); }
 
-  // WorkerStream (engine mutex held: never block, never call the engine).
+  // WorkerStream (from the engine's sender, after its mutex is released:
+  // never block, never call the engine).
   void SendEvents(v1::Events events) override {
     v1::ProcessRequest request;
     *request.mutable_events() = std::move(events);
