@@ -551,7 +551,12 @@ void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partit
     LogWarn("consumer", "assignment lost (", DescribePartitions(revoked),
             "); not committing, the new owner re-delivers unfinished events");
   } else if (!positions.empty()) {
-    absl::Status status = CommitOnPollThread(positions);
+    // These positions were computed just now, in this callback, for the
+    // partitions being revoked (the engine has already forgotten them, so
+    // CommitOnPollThread's still-current check would drop them all).
+    RdPartitionList list(positions);
+    absl::Status status = KafkaErrorToStatus(consumer_->commitSync(list.get()), "commit on revoke");
+    if (stats_ != nullptr) stats_->Commit(status.ok());
     if (!status.ok()) LogWarn("consumer", "commit on revoke failed: ", status.ToString());
   }
   if (incremental) {
