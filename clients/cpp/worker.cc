@@ -23,6 +23,7 @@
 #include <deque>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -222,9 +223,32 @@ class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessRespo
       req_.Clear();
       if (!finished_ && !ending_) StartRead(&req_);
     }
-    for (auto& ev : to_run) {
-      bool scheduled = core_->pool.Schedule([this, ev] { Run(ev); });
-      if (!scheduled) Complete(ev->id(), Outcome::Fail("worker stopped"));
+    if (to_run.empty()) return;
+    // One pool task per handler thread (at most one per event), each taking
+    // the message's next event until none is left: one pool lock and wake-up
+    // per thread, not per event, and a slow event holds up only its thread.
+    struct RunState {
+      std::vector<std::shared_ptr<ferry::v1::Event>> events;
+      std::atomic<size_t> next{0};
+    };
+    auto run = std::make_shared<RunState>();
+    run->events = std::move(to_run);
+    const size_t tasks =
+        std::min(run->events.size(), static_cast<size_t>(core_->options.handler_threads));
+    for (size_t t = 0; t < tasks; ++t) {
+      bool scheduled = core_->pool.Schedule([this, run] {
+        for (size_t i = run->next.fetch_add(1); i < run->events.size();
+             i = run->next.fetch_add(1)) {
+          Run(run->events[i]);
+        }
+      });
+      if (!scheduled) {
+        // The pool stopped: whatever no task takes fails here.
+        for (size_t i = run->next.fetch_add(1); i < run->events.size();
+             i = run->next.fetch_add(1)) {
+          Complete(run->events[i]->id(), Outcome::Fail("worker stopped"));
+        }
+      }
     }
   }
 
@@ -306,8 +330,7 @@ class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessRespo
 
   void TakeEventsLocked(std::vector<std::shared_ptr<ferry::v1::Event>>* to_run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto* events = req_.mutable_events()->mutable_events();
-    const int64_t n = events->size();
+    const int64_t n = req_.events().events_size();
     if (n == 0) return;
     core_->events_received.fetch_add(n, std::memory_order_relaxed);
     if (finished_ || ending_) return;
@@ -328,10 +351,14 @@ class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessRespo
     }
     held_ += n;
     core_->UpdateMaxHeld(held_);
+    // The message's events stay in one shared Events (swapped out of req_,
+    // no copy); each task holds an aliasing pointer to its event, so there is
+    // one allocation per message, not per event.
+    auto batch = std::make_shared<ferry::v1::Events>();
+    batch->Swap(req_.mutable_events());
     to_run->reserve(n);
-    for (auto& event : *events) {
-      auto ev = std::make_shared<ferry::v1::Event>();
-      ev->Swap(&event);
+    for (int i = 0; i < n; ++i) {
+      std::shared_ptr<ferry::v1::Event> ev(batch, batch->mutable_events(i));
       ++inflight_[ev->id()].count;
       to_run->push_back(std::move(ev));
       Ref();

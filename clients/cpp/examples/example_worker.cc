@@ -263,6 +263,10 @@ bool WriteFileAtomically(const std::string& path, const std::string& content) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  // Debian's abseil is built without NDEBUG, so every Mutex lock would also
+  // run absl's deadlock-cycle detector (dozens of times per event). A
+  // program's main() may turn it off; the SDK library leaves it alone.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   // Block the stop signals before any thread starts (threads inherit the
   // mask); the main thread takes them synchronously with sigwait below.
