@@ -31,6 +31,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -125,6 +127,13 @@ int Run(int argc, char** argv) {
   // see bench/RESULTS.md). ferry's lock order is simple and reviewed.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage("ferry --config FILE   (see README.md)");
+  // --help lists the flags of this file (absl looks for files named like the
+  // program by default, and main.cc is not).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "server/main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
   absl::ParseCommandLine(argc, argv);
 
   if (absl::GetFlag(FLAGS_print_default_config)) {
