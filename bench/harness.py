@@ -739,6 +739,11 @@ def main() -> int:
     p.add_argument("--ferry_extra", default="",
                    help="YAML appended to every ferry config (top-level sections ferry's config "
                         "does not set already, e.g. 'commit:\\n  interval: 5s')")
+    p.add_argument("--ferry_bin", default="",
+                   help="run this ferry binary instead of bazel-bin/server/ferry (e.g. a copy "
+                        "built from an earlier commit, for a before/after comparison)")
+    p.add_argument("--bench_worker_bin", default="",
+                   help="run this bench_worker instead of bazel-bin/bench/bench_worker")
     p.add_argument("--command", default="", help="the command line recorded in results.json")
     p.add_argument("--keep_broker_data", action="store_true",
                    help="keep the broker's log dirs in OUT/broker/data (default: deleted at the end)")
@@ -757,6 +762,10 @@ def main() -> int:
     if FERRY_EXTRA and not FERRY_EXTRA.endswith("\n"):
         FERRY_EXTRA += "\n"
     skip = set(filter(None, args.skip.split(",")))
+    if args.ferry_bin:
+        TOOLS["ferry"] = Path(args.ferry_bin).resolve()
+    if args.bench_worker_bin:
+        TOOLS["bench_worker"] = Path(args.bench_worker_bin).resolve()
 
     out = Path(args.out) if args.out else ROOT / "bench/out" / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
