@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -359,17 +360,34 @@ void ControlService::Status(v1::GetStatusResponse* response) {
   response->set_replica(client_id != config_.kafka.end() ? client_id->second : control_->replica());
   auto group = config_.kafka.find("group.id");
   response->set_group_id(group != config_.kafka.end() ? group->second : "");
+  // The group's committed offsets, for partitions this replica has not
+  // committed in its current assignment yet (just assigned, idle).
+  std::vector<TopicPartition> not_committed_here;
+  for (const PartitionSnapshot& partition : snapshot.partitions) {
+    if (!partition.last_committed.has_value()) not_committed_here.push_back(partition.partition);
+  }
+  std::map<TopicPartition, int64_t> group_committed;
+  if (!not_committed_here.empty()) {
+    absl::StatusOr<std::map<TopicPartition, int64_t>> read =
+        consumer_->Committed(not_committed_here, kKafkaTimeout);
+    if (read.ok()) group_committed = *std::move(read);
+  }
   for (const PartitionSnapshot& partition : snapshot.partitions) {
     v1::PartitionStatus* status = response->add_partitions();
     status->set_topic(partition.partition.topic);
     status->set_partition(partition.partition.partition);
-    status->set_committed_offset(partition.last_committed.value_or(-1));
+    std::optional<int64_t> committed = partition.last_committed;
+    if (!committed.has_value()) {
+      auto it = group_committed.find(partition.partition);
+      if (it != group_committed.end() && it->second >= 0) committed = it->second;
+    }
+    status->set_committed_offset(committed.value_or(-1));
     auto state = fetch.find(partition.partition);
     const int64_t end = state != fetch.end() ? state->second.high_watermark : -1;
     status->set_end_offset(end);
     // Lag from the position ferry would commit now (else the last commit).
     std::optional<int64_t> position = partition.commit_offset;
-    if (!position.has_value()) position = partition.last_committed;
+    if (!position.has_value()) position = committed;
     if (!position.has_value()) position = partition.start_offset;
     status->set_lag(end >= 0 && position.has_value() ? std::max<int64_t>(0, end - *position) : -1);
     status->set_in_flight(partition.in_flight);
