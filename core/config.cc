@@ -1088,9 +1088,12 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
         }
         if (key == "server") {
           return ForEachField(
-              value, path, value_line, {"listen", "metrics_listen", "tls"},
+              value, path, value_line, {"listen", "metrics_listen", "health_listen", "tls"},
               [&](const std::string& k, const std::string& p, int,
                   const YAML::Node& v, int l) -> absl::Status {
+                if (k == "health_listen") {
+                  return GetListenAddress(v, p, l, &config->health_listen_address);
+                }
                 if (k == "tls") {
                   return GetTls(v, p, l, /*server=*/true, &config->server_tls);
                 }

@@ -177,6 +177,11 @@ struct Config {
 
   // ferry's own gRPC server (health now; Control later). Port 0 = pick one.
   std::string listen_address = "127.0.0.1:7070";
+  // `server.health_listen`: an extra plaintext port serving only the gRPC
+  // health service, for probes that cannot speak TLS (the kubelet's).
+  // Empty: none.
+  std::string health_listen_address;
+
   // TLS for server.listen (Control, health, reflection), `server.tls`.
   TlsFiles server_tls;
 

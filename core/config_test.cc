@@ -759,6 +759,7 @@ processors:
       key_file: /etc/ferry/workers/tls.key
       server_name: workers.example
 server:
+  health_listen: 0.0.0.0:7071
   tls:
     cert_file: /etc/ferry/tls/tls.crt
     key_file: /etc/ferry/tls/tls.key
@@ -772,6 +773,7 @@ control:
   EXPECT_EQ(config->kafka.at("security.protocol"), "SASL_SSL");
   EXPECT_EQ(config->kafka.at("sasl.mechanism"), "SCRAM-SHA-512");
   EXPECT_TRUE(config->server_tls.enabled);
+  EXPECT_EQ(config->health_listen_address, "0.0.0.0:7071");
   EXPECT_EQ(config->server_tls.cert_file, "/etc/ferry/tls/tls.crt");
   EXPECT_EQ(config->server_tls.ca_file, "/etc/ferry/tls/ca.crt");
   const TlsFiles& worker_tls = config->processors[0].tls;
@@ -793,6 +795,7 @@ TEST(ConfigTest, ControlTopicDefaultIsAValidTopicName) {
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->control_topic, "ferry.control.ferry");
   EXPECT_FALSE(config->server_tls.enabled);
+  EXPECT_TRUE(config->health_listen_address.empty());
   EXPECT_TRUE(config->control_token_file.empty());
 }
 

@@ -301,6 +301,25 @@ int Run(int argc, char** argv) {
           control_token->empty() ? "; no Control token (control.token_file unset)"
                                  : "; Control requires a bearer token");
 
+  // Probes that cannot speak TLS (the kubelet's gRPC probe) get a plaintext
+  // port with nothing but the health service.
+  std::unique_ptr<grpc::Server> health_server;
+  if (!config.health_listen_address.empty()) {
+    grpc::ServerBuilder health_builder;
+    int health_port = 0;
+    health_builder.AddListeningPort(config.health_listen_address,
+                                    grpc::InsecureServerCredentials(), &health_port);
+    health_server = health_builder.BuildAndStart();
+    if (health_server == nullptr || health_port == 0) {
+      LogError("ferry", "cannot listen on ", config.health_listen_address,
+               " (server.health_listen): address in use or invalid");
+      server->Shutdown();
+      return kExitStartupError;
+    }
+    LogInfo("ferry", "serving plaintext health on port ", health_port,
+            " (server.health_listen)");
+  }
+
   KafkaConsumer* consumer_ptr = consumer->get();
   std::unique_ptr<MetricsServer> metrics;
   auto state_collector = std::make_shared<StateCollector>(
@@ -367,6 +386,7 @@ int Run(int argc, char** argv) {
   // Reverse order of startup. Readiness goes first, so Kubernetes stops
   // routing to this pod while it drains.
   server->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server != nullptr) health_server->GetHealthCheckService()->SetServingStatus(false);
   consumer_ptr->StopFetching();
   const absl::Time give_up = absl::Now() + config.shutdown_grace;
   // Events held by a `block` failure cannot finish without an operator, so
@@ -390,6 +410,7 @@ int Run(int argc, char** argv) {
   if (dead_letters != nullptr) dead_letters->Stop();
   (*workers)->Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  if (health_server != nullptr) health_server->Shutdown(absl::ToChronoTime(absl::Now()));
   (*control)->Stop();      // after the last Control call and the consumer
   metrics_stopper.join();  // no scrape reads the consumer after this
   consumer->reset();

@@ -11,7 +11,8 @@
 //   * Control over mTLS: with server.tls (cert, key, client CA) and a Control
 //     token, a client with the CA and a client certificate (the gRPC stub and
 //     ferryctl) gets GetStatus; a client without a certificate, or in
-//     plaintext, cannot connect.
+//     plaintext, cannot connect; server.health_listen answers plaintext
+//     health checks (probes).
 //
 // The CA and certificates are made at test time with the openssl CLI (Debian's
 // `openssl` package) in TEST_TMPDIR, so nothing checked in can expire.
@@ -297,7 +298,7 @@ TEST_F(TlsTest, ControlPortServesMtlsOnly) {
   const size_t at = config.find(listen);
   ASSERT_NE(at, std::string::npos) << config;
   config.insert(at + listen.size(),
-                absl::StrCat("  tls:\n    cert_file: ", pki_->server_crt, "\n    key_file: ",
+                absl::StrCat("  health_listen: 127.0.0.1:0\n  tls:\n    cert_file: ", pki_->server_crt, "\n    key_file: ",
                              pki_->server_key, "\n    client_ca_file: ", pki_->ca_crt, "\n"));
   absl::StatusOr<Subprocess> ferry = StartFerry(config, "ferry-control-tls");
   ASSERT_TRUE(ferry.ok()) << ferry.status();
@@ -309,6 +310,15 @@ TEST_F(TlsTest, ControlPortServesMtlsOnly) {
   }
   ASSERT_GT(port, 0) << LogTail(*ferry);
   EXPECT_TRUE(absl::StrContains(ferry->Log(), "over mTLS")) << LogTail(*ferry);
+  // server.health_listen: plaintext health for probes that cannot do TLS.
+  const std::string marker = "serving plaintext health on port ";
+  const std::string log = ferry->Log();
+  const size_t health_at = log.find(marker);
+  ASSERT_NE(health_at, std::string::npos) << LogTail(*ferry);
+  const int health_port = std::atoi(log.c_str() + health_at + marker.size());
+  absl::StatusOr<bool> serving = IsServing(health_port);
+  ASSERT_TRUE(serving.ok()) << serving.status();
+  EXPECT_TRUE(*serving);
 
   grpc::SslCredentialsOptions with_certificate;
   with_certificate.pem_root_certs = ReadFile(pki_->ca_crt);
