@@ -219,14 +219,21 @@ def test_ports_agree_with_the_config(deployment_set):
     assert host_of(metrics) in ("0.0.0.0", "[::]"), f"metrics_listen {metrics}"
     control_port, metrics_port = port_of(listen), port_of(metrics)
 
+    health = (config.get("server") or {}).get("health_listen")
     deployment = one(objects, "Deployment", "ferry")
     ferry = container(deployment, "ferry")
     ports = {p["name"]: p["containerPort"] for p in ferry["ports"]}
-    assert ports == {"control": control_port, "metrics": metrics_port}
+    expected_ports = {"control": control_port, "metrics": metrics_port}
+    if health:
+        assert host_of(health) in ("0.0.0.0", "[::]"), f"health_listen {health}"
+        expected_ports["health"] = port_of(health)
+    assert ports == expected_ports
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert probe in ferry, f"{name}: ferry has no {probe}"
-        # The health service is served on server.listen.
-        assert probe_port(ferry, ferry[probe]) == control_port, probe
+        # The health service is served on server.listen, and alone on
+        # server.health_listen when set (the probes' port then).
+        want = port_of(health) if health else control_port
+        assert probe_port(ferry, ferry[probe]) == want, probe
     service = one(objects, "Service", "ferry")
     assert selector_matches({"matchLabels": service["spec"]["selector"]},
                             deployment["spec"]["template"]["metadata"]["labels"])
@@ -239,13 +246,15 @@ def test_ports_agree_with_the_config(deployment_set):
 
 def test_health_probes_match_the_servers_tls(deployment_set):
     """The kubelet's gRPC probe speaks plaintext only: with server.tls on the
-    health port, a gRPC probe would never pass, so TCP probes are used."""
+    Control port, a gRPC probe there would never pass, so the probes go to
+    server.health_listen (plaintext health alone), or are TCP connects."""
     name, objects = deployment_set
     config = ferry_config(objects)
     ferry = container(one(objects, "Deployment", "ferry"), "ferry")
-    tls = bool((config.get("server") or {}).get("tls"))
+    server = config.get("server") or {}
+    tls = bool(server.get("tls"))
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        if tls:
+        if tls and not server.get("health_listen"):
             assert "tcpSocket" in ferry[probe], f"{name}: {probe} must be tcpSocket under TLS"
         else:
             assert ferry[probe].get("grpc", {}).get("service") in (None, ""), probe
@@ -542,13 +551,16 @@ def test_worker_tls_files_are_mounted_secrets(deployment_set):
 def without_tls(config: dict) -> dict:
     config = yaml.safe_load(yaml.safe_dump(config))
     (config.get("server") or {}).pop("tls", None)
+    # The plaintext health port the probes use under TLS.
+    (config.get("server") or {}).pop("health_listen", None)
     for processor in config.get("processors") or []:
         processor.pop("tls", None)
     return config
 
 
 def test_tls_overlay_only_adds_tls(rendered):
-    """k8s/example-tls/ferry.yaml is k8s/example/ferry.yaml plus `tls:`."""
+    """k8s/example-tls/ferry.yaml is k8s/example/ferry.yaml plus `tls:` (and
+    the plaintext health port for the probes)."""
     plain = ferry_config(rendered["k8s/example"])
     tls = ferry_config(rendered["k8s/example-tls"])
     assert "tls" in tls["server"] and all("tls" in p for p in tls["processors"])
