@@ -188,6 +188,21 @@ TEST_F(ControlTest, PauseResumeResetAcrossReplicas) {
   ASSERT_GT(port_b, 0) << LogTail(*ferry_b);
   ControlClient a(port_a, kToken);
   ControlClient b(port_b, kToken);
+  // Both replicas own two partitions each (the range assignor) once the
+  // group is stable; B may have joined after A consumed the first batch.
+  {
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    bool stable = false;
+    while (!stable && absl::Now() < deadline) {
+      v1::GetStatusResponse status_a;
+      v1::GetStatusResponse status_b;
+      stable = a.Call(&v1::Control::Stub::GetStatus, v1::GetStatusRequest(), &status_a).ok() &&
+               b.Call(&v1::Control::Stub::GetStatus, v1::GetStatusRequest(), &status_b).ok() &&
+               status_a.partitions_size() == 2 && status_b.partitions_size() == 2;
+      if (!stable) absl::SleepFor(absl::Milliseconds(100));  // polling status
+    }
+    ASSERT_TRUE(stable) << LogTail(*ferry_a) << LogTail(*ferry_b);
+  }
 
   // Authentication.
   {
