@@ -161,7 +161,7 @@ void RunGroupScenario(const std::string& name, const std::string& assignor, Grou
   std::vector<Worker> workers;
   for (const char* suffix : {"a", "b"}) {
     absl::StatusOr<Worker> worker = StartWorker(absl::StrCat(name, "-", suffix), 16, 0,
-                                                {"--work_us=1500", "--handler_threads=4"});
+                                                {"--work_us=3000", "--handler_threads=4"});
     ASSERT_TRUE(worker.ok()) << worker.status();
     workers.push_back(*std::move(worker));
   }
