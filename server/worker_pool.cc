@@ -166,6 +166,23 @@ class WorkerPool::StreamReactor final
     {
       absl::MutexLock lock(&mu_);
       if (closed_) return;  // OnStreamClosed re-queues these events
+      // While a write is in flight, events join the last queued (not yet
+      // written) Events message up to the processor's max_batch: no write
+      // is delayed, and small dispatches coalesce instead of each paying for
+      // its own message.
+      if (writing_ && pending_.size() >= 2 && request.has_events() &&
+          pending_.back().has_events()) {
+        const ProcessorConfig& processor = pool_->config_.processors[slot_->processor];
+        v1::Events* queued = pending_.back().mutable_events();
+        if (queued->events_size() + request.events().events_size() <= processor.max_batch &&
+            static_cast<int64_t>(queued->ByteSizeLong() + request.events().ByteSizeLong()) <=
+                processor.max_batch_bytes) {
+          for (v1::Event& event : *request.mutable_events()->mutable_events()) {
+            queued->add_events()->Swap(&event);
+          }
+          return;
+        }
+      }
       pending_.push_back(std::move(request));
       next = NextWriteLocked();
     }
