@@ -716,9 +716,10 @@ def main() -> int:
     p.add_argument("--events", type=int, default=1_000_000, help="records in the throughput topic")
     p.add_argument("--backlog", type=int, default=5_000_000, help="records in the memory-check backlog")
     p.add_argument("--out", default="", help="output directory (default bench/out/<time>)")
-    p.add_argument("--variants", default="key-cpp,key-go,key-python,unordered-cpp,key-cpp+lanes1024",
+    p.add_argument("--variants", default="key-cpp,key-go,key-python,unordered-cpp,key-cpp+lanes64",
                    help="ferry variants, comma-separated: <key|partition|unordered>-<cpp|go|python>"
-                        "[+lanesN] (+lanesN: lanes.count N instead of ferry's default 64)")
+                        "[+lanesN] (+lanesN: lanes.count N instead of ferry's default, auto: "
+                        "2048 for 2 streams x 256 in flight)")
     p.add_argument("--max_seconds", type=float, default=120,
                    help="a ferry variant still running after this is stopped and its steady rate "
                         "reported as partial")

@@ -934,6 +934,7 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
   bool has_default_policy = false;
   bool has_metrics_listen = false;
   bool has_max_delayed_events = false;
+  bool has_lane_count = false;
   int failures_line = root_line;
   absl::Status status = ForEachField(
       root, "", root_line,
@@ -957,7 +958,10 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
               [&](const std::string& k, const std::string& p, int,
                   const YAML::Node& v, int l) -> absl::Status {
                 if (k == "count") {
-                  return GetInt(v, p, l, 1, "count: 64", &config->lane_count);
+                  if (v.IsScalar() && v.Scalar() == "auto") return absl::OkStatus();
+                  has_lane_count = true;
+                  return GetInt(v, p, l, 1, "count: 2048 (or auto)",
+                                &config->lane_count);
                 }
                 return GetInt(v, p, l, 1, "capacity: 4096",
                               &config->lane_capacity);
@@ -1186,6 +1190,7 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
                    "must not be smaller than retry_backoff");
     }
   }
+  if (!has_lane_count) config->lane_count = AutoLaneCount(config->processors);
   return CheckScheduling(root_line, has_max_delayed_events, config);
 }
 
@@ -1369,6 +1374,18 @@ absl::Status Parser::GetTls(const YAML::Node& node, const std::string& path,
 }
 
 }  // namespace
+
+int AutoLaneCount(const std::vector<ProcessorConfig>& processors) {
+  constexpr int64_t kMinimum = 64;
+  constexpr int64_t kMaximum = 16384;
+  int64_t credit = 0;
+  for (const ProcessorConfig& processor : processors) {
+    credit += static_cast<int64_t>(processor.streams) * processor.max_in_flight;
+  }
+  int64_t lanes = kMinimum;
+  while (lanes < 4 * credit && lanes < kMaximum) lanes *= 2;
+  return static_cast<int>(lanes);
+}
 
 absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
                                    absl::string_view source_name) {

@@ -128,6 +128,14 @@ struct ProcessorConfig {
   TlsFiles tls;
 };
 
+// The lane count `lanes.count: auto` resolves to: four lanes per event the
+// processors can hold in flight together (sum of streams x max_in_flight),
+// rounded up to a power of two, between 64 and 16384. A key hashes to a
+// busy lane with probability (events in flight / lanes), so with four times
+// as many lanes as credit at most a quarter of dispatches wait on a
+// collision rather than on a worker.
+int AutoLaneCount(const std::vector<ProcessorConfig>& processors);
+
 struct Config {
   // Passed to librdkafka as-is (`bootstrap.servers`, `group.id`, security...).
   // ferry sets `enable.auto.commit=false` itself and refuses a config that
@@ -145,7 +153,9 @@ struct Config {
   int64_t max_event_bytes = 3LL << 20;
 
   // Key lanes per flow (topic and priority class, see core/scheduler.h):
-  // more lanes = more parallelism across keys.
+  // more lanes = more parallelism across keys. Unset in the file (or `auto`):
+  // AutoLaneCount(processors), so that worker credit, not key collisions in
+  // too few lanes, limits how much is in flight.
   int lane_count = 64;
   // Events one lane may queue before it counts as full.
   int lane_capacity = 4096;

@@ -173,7 +173,8 @@ TEST(ConfigTest, Defaults) {
   EXPECT_EQ(config->processors[0].max_in_flight, 256);
   EXPECT_EQ(config->processors[0].max_batch, 64);
   EXPECT_EQ(config->processors[0].timeout, absl::Seconds(30));
-  EXPECT_EQ(config->lane_count, 64);
+  // auto: 4 x (2 streams x 256 in flight).
+  EXPECT_EQ(config->lane_count, 2048);
   EXPECT_EQ(config->lane_capacity, 4096);
   EXPECT_EQ(config->max_buffered_events, 100000);
   EXPECT_EQ(config->max_buffered_bytes, int64_t{256} << 20);
@@ -190,8 +191,44 @@ TEST(ConfigTest, EmptySectionsKeepDefaults) {
   absl::StatusOr<Config> config =
       ParseConfig(absl::StrCat(kMinimal, "kafka:\nlanes:\n"), "ferry.yaml");
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->lane_count, 64);
+  EXPECT_EQ(config->lane_count, 2048);
   EXPECT_THAT(config->kafka, ElementsAre(Pair("group.id", "ferry")));
+}
+
+TEST(ConfigTest, LaneCountFollowsTheProcessorsCreditUnlessSet) {
+  const std::string two_processors = R"(topics:
+  - name: orders
+processors:
+  - name: a
+    target: ipv4:127.0.0.1:1
+    streams: 1
+    max_in_flight: 10
+    event_types: [x]
+  - name: b
+    target: ipv4:127.0.0.1:2
+    streams: 3
+    max_in_flight: 100
+)";
+  // 4 x (10 + 300) = 1240, rounded up to a power of two.
+  absl::StatusOr<Config> config = ParseConfig(two_processors, "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->lane_count, 2048);
+  config = ParseConfig(absl::StrCat(two_processors, "lanes:\n  count: auto\n"), "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->lane_count, 2048);
+  config = ParseConfig(absl::StrCat(two_processors, "lanes:\n  count: 100\n"), "ferry.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->lane_count, 100);
+
+  ProcessorConfig small;
+  small.streams = 1;
+  small.max_in_flight = 1;
+  EXPECT_EQ(AutoLaneCount({small}), 64);  // the floor
+  ProcessorConfig huge;
+  huge.streams = 64;
+  huge.max_in_flight = 4096;
+  EXPECT_EQ(AutoLaneCount({huge}), 16384);  // the ceiling
+  EXPECT_EQ(AutoLaneCount({}), 64);
 }
 
 TEST(ConfigTest, ByteSizes) {

@@ -82,7 +82,8 @@ Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_
       dead_letters_(dead_letters),
       stats_(stats),
       plan_(config),
-      lanes_(config.lane_count * plan_.flow_count(), config.lane_capacity),
+      lanes_(config.lane_count * plan_.flow_count(), config.lane_capacity,
+             static_cast<int>(config.lane_capacity * config.resume_fraction)),
       ready_lanes_(config.processors.size() * static_cast<size_t>(plan_.flow_count())),
       lane_marked_ready_(static_cast<size_t>(lanes_.count()), false),
       unordered_(config.processors.size() * static_cast<size_t>(plan_.flow_count())),
@@ -515,11 +516,7 @@ bool Engine::UnderLowWatermark() const {
   }
   if (buffered_bytes_ > static_cast<int64_t>(config_.max_buffered_bytes * fraction)) return false;
   if (delayed_.size() > static_cast<int64_t>(config_.max_delayed_events * fraction)) return false;
-  const size_t lane_low = static_cast<size_t>(config_.lane_capacity * fraction);
-  for (int lane = 0; lane < lanes_.count(); ++lane) {
-    if (lanes_.size(lane) > lane_low) return false;
-  }
-  return true;
+  return lanes_.all_drained();
 }
 
 int64_t Engine::AddStream(int processor_index, WorkerStream* stream) {

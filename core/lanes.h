@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,13 @@ uint64_t StableHash(absl::string_view bytes, uint64_t seed = 1469598103934665603
 template <typename Item>
 class Lanes {
  public:
-  Lanes(int count, int capacity_per_lane)
-      : lanes_(static_cast<size_t>(count)), capacity_(capacity_per_lane) {}
+  // A lane counts as full at `capacity_per_lane` queued items and as drained
+  // at or below `low_mark` (default: half the capacity); both are kept as
+  // counts so the engine's watermark checks do not scan the lanes.
+  Lanes(int count, int capacity_per_lane, int low_mark = -1)
+      : lanes_(static_cast<size_t>(count)),
+        capacity_(static_cast<size_t>(capacity_per_lane)),
+        low_mark_(static_cast<size_t>(low_mark >= 0 ? low_mark : capacity_per_lane / 2)) {}
 
   static int LaneFor(Ordering ordering, absl::string_view topic, int32_t partition,
                      absl::string_view key, int lane_count) {
@@ -45,34 +51,41 @@ class Lanes {
   }
 
   int count() const { return static_cast<int>(lanes_.size()); }
-  size_t size(int lane) const { return lanes_[lane].queue.size(); }
-  bool empty(int lane) const { return lanes_[lane].queue.empty(); }
+  size_t size(int lane) const {
+    const auto& queue = lanes_[lane].queue;
+    return queue == nullptr ? 0 : queue->size();
+  }
+  bool empty(int lane) const { return size(lane) == 0; }
   // A full lane still accepts (the record is already consumed); the engine
   // reports it so the consumer pauses fetching.
-  bool full(int lane) const {
-    return lanes_[lane].queue.size() >= static_cast<size_t>(capacity_);
-  }
-  // Whether any lane is full (kept as a count: the consumer asks after every
-  // record, and there are lanes per topic and class).
+  bool full(int lane) const { return size(lane) >= capacity_; }
+  // Whether any lane is full (the consumer asks after every batch, and there
+  // are lanes per topic and class).
   bool any_full() const { return full_lanes_ > 0; }
+  // Whether every lane is at or below the low mark.
+  bool all_drained() const { return lanes_over_low_mark_ == 0; }
   bool busy(int lane) const { return lanes_[lane].in_flight > 0; }
   int in_flight(int lane) const { return lanes_[lane].in_flight; }
 
   void PushBack(int lane, Item item) {
-    lanes_[lane].queue.push_back(std::move(item));
-    if (lanes_[lane].queue.size() == static_cast<size_t>(capacity_)) ++full_lanes_;
+    const size_t before = size(lane);
+    Queue(lane).push_back(std::move(item));
+    Resized(before, before + 1);
   }
   // Used when an in-flight event comes back (retry, lost stream): it goes
   // first again so the lane's order holds.
   void PushFront(int lane, Item item) {
-    lanes_[lane].queue.push_front(std::move(item));
-    if (lanes_[lane].queue.size() == static_cast<size_t>(capacity_)) ++full_lanes_;
+    const size_t before = size(lane);
+    Queue(lane).push_front(std::move(item));
+    Resized(before, before + 1);
   }
-  Item& Front(int lane) { return lanes_[lane].queue.front(); }
+  Item& Front(int lane) { return lanes_[lane].queue->front(); }
   Item PopFront(int lane) {
-    if (lanes_[lane].queue.size() == static_cast<size_t>(capacity_)) --full_lanes_;
-    Item item = std::move(lanes_[lane].queue.front());
-    lanes_[lane].queue.pop_front();
+    std::deque<Item>& queue = *lanes_[lane].queue;
+    const size_t before = queue.size();
+    Item item = std::move(queue.front());
+    queue.pop_front();
+    Resized(before, before - 1);
     return item;
   }
   void AddInFlight(int lane) { ++lanes_[lane].in_flight; }
@@ -83,28 +96,46 @@ class Lanes {
   template <typename Predicate>
   std::vector<Item> RemoveIf(int lane, Predicate predicate) {
     std::vector<Item> removed;
+    if (lanes_[lane].queue == nullptr) return removed;
+    std::deque<Item>& queue = *lanes_[lane].queue;
+    const size_t before = queue.size();
     std::deque<Item> kept;
-    if (full(lane)) --full_lanes_;
-    for (auto& item : lanes_[lane].queue) {
+    for (auto& item : queue) {
       if (predicate(item)) {
         removed.push_back(std::move(item));
       } else {
         kept.push_back(std::move(item));
       }
     }
-    lanes_[lane].queue.swap(kept);
-    if (full(lane)) ++full_lanes_;
+    queue.swap(kept);
+    Resized(before, queue.size());
     return removed;
   }
 
  private:
   struct Lane {
-    std::deque<Item> queue;
+    // Made on first use and then kept: there are thousands of lanes per flow
+    // (see AutoLaneCount) and an empty std::deque already allocates.
+    std::unique_ptr<std::deque<Item>> queue;
     int in_flight = 0;
   };
+
+  std::deque<Item>& Queue(int lane) {
+    auto& queue = lanes_[lane].queue;
+    if (queue == nullptr) queue = std::make_unique<std::deque<Item>>();
+    return *queue;
+  }
+  void Resized(size_t before, size_t after) {
+    full_lanes_ += static_cast<int>(after >= capacity_) - static_cast<int>(before >= capacity_);
+    lanes_over_low_mark_ +=
+        static_cast<int>(after > low_mark_) - static_cast<int>(before > low_mark_);
+  }
+
   std::vector<Lane> lanes_;
-  int capacity_;
+  size_t capacity_;
+  size_t low_mark_;
   int full_lanes_ = 0;
+  int lanes_over_low_mark_ = 0;
 };
 
 }  // namespace ferry

@@ -80,6 +80,23 @@ TEST(LanesTest, AnyFullFollowsEveryWayALaneGrowsAndShrinks) {
   EXPECT_TRUE(lanes.any_full());
 }
 
+TEST(LanesTest, AllDrainedCountsLanesAboveTheLowMark) {
+  IntLanes lanes(3, /*capacity_per_lane=*/4, /*low_mark=*/1);
+  EXPECT_TRUE(lanes.all_drained());
+  lanes.PushBack(0, 1);
+  EXPECT_TRUE(lanes.all_drained());  // at the mark, not above
+  lanes.PushFront(0, 0);
+  EXPECT_FALSE(lanes.all_drained());
+  lanes.PushBack(2, 5);
+  lanes.PushBack(2, 6);
+  lanes.PopFront(0);
+  EXPECT_FALSE(lanes.all_drained());  // lane 2 still above
+  lanes.RemoveIf(2, [](int item) { return item == 6; });
+  EXPECT_TRUE(lanes.all_drained());
+  EXPECT_EQ(lanes.size(1), 0u);  // never used: no queue made, still answers
+  EXPECT_TRUE(lanes.RemoveIf(1, [](int) { return true; }).empty());
+}
+
 TEST(LanesTest, FullAndBusy) {
   IntLanes lanes(2, 2);
   lanes.PushBack(0, 1);

@@ -220,7 +220,7 @@ TEST_F(ControlTest, PauseResumeResetAcrossReplicas) {
     ASSERT_EQ(status.workers_size(), 2);  // streams: 2
     EXPECT_EQ(status.workers(0).worker_name(), "control-worker");
     EXPECT_TRUE(status.workers(0).ready());
-    EXPECT_EQ(status.lane_count(), 64);
+    EXPECT_EQ(status.lane_count(), 2048);  // auto: 4 x 2 streams x 256 in flight
     EXPECT_EQ(status.partitions_size(), 2);  // half of the 4 partitions each
     for (const v1::PartitionStatus& partition : status.partitions()) {
       EXPECT_EQ(partition.committed_offset(), kBatch / kPartitions);
