@@ -558,6 +558,11 @@ void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
     LogWarn("engine", entry.stream->Describe(), " sent Credit before Ready; ignoring it");
     return;
   }
+  AddCreditLocked(entry, credit);
+  DispatchLocked();
+}
+
+void Engine::AddCreditLocked(StreamEntry& entry, uint32_t credit) {
   // Credit beyond any sensible amount is clamped; ferry's own cap still
   // bounds what is outstanding.
   constexpr int64_t kMaxCredit = int64_t{1} << 31;
@@ -566,7 +571,6 @@ void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
     CountProtocolErrorLocked(entry.processor);
     entry.credit = kMaxCredit;
   }
-  DispatchLocked();
 }
 
 void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
@@ -631,6 +635,9 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
         break;
     }
   }
+  // Results.credit (the worker folds its Credit into the Results message):
+  // added after the results so one dispatch serves both.
+  if (results.credit() > 0) AddCreditLocked(stream->second, results.credit());
   DispatchLocked();
 }
 

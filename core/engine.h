@@ -227,6 +227,8 @@ class Engine {
   // `worker_name` is what the worker calls itself (shown in GetStatus).
   void OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name = "");
   void OnCredit(int64_t stream_id, uint32_t credit);
+  // Applies the results, then the credit they carry (Results.credit), then
+  // dispatches once.
   void OnResults(int64_t stream_id, const v1::Results& results);
   // The stream is gone: its in-flight events go back to the front of their
   // lanes (a redelivery, not a failed attempt). After this returns the engine
@@ -394,6 +396,7 @@ class Engine {
   // Records that `offset` of `entry` was consumed at `now`.
   static void NoteBegunLocked(PartitionEntry& entry, int64_t offset, absl::Time now);
   void CountProtocolErrorLocked(int processor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddCreditLocked(StreamEntry& entry, uint32_t credit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Config config_;
   const Clock* const clock_;

@@ -124,6 +124,30 @@ TEST_F(EngineTest, CreditIsNeverExceeded) {
   EXPECT_EQ(stream.held().size(), 3u);
 }
 
+TEST_F(EngineTest, CreditInsideResultsCountsLikeACreditMessage) {
+  FakeWorkerStream stream("s");
+  const int64_t id = Connect(stream, 2);
+  for (int i = 0; i < 10; ++i) engine_.Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
+  std::vector<v1::Event> sent = stream.TakeHeld();
+  ASSERT_EQ(sent.size(), 2u);
+  // Results for both with credit 2 folded in: two more go out at once, in
+  // one message.
+  v1::Results results = ResultFor(sent[0].id(), v1::Result::OK);
+  *results.add_results() = ResultFor(sent[1].id(), v1::Result::OK).results(0);
+  results.set_credit(2);
+  const size_t messages = stream.batches().size();
+  engine_.OnResults(id, results);
+  EXPECT_THAT(Offsets(stream.TakeHeld()), ElementsAre(2, 3));
+  EXPECT_EQ(stream.batches().size(), messages + 1);
+  EXPECT_EQ(CommitOffset(0), 2);
+  // Credit alone in an empty Results (the worker's events were cancelled).
+  v1::Results credit_only;
+  credit_only.set_credit(3);
+  engine_.OnResults(id, credit_only);
+  EXPECT_THAT(Offsets(stream.TakeHeld()), ElementsAre(4, 5, 6));
+  EXPECT_EQ(engine_.Snapshot().counters.stale_results, 0);
+}
+
 TEST_F(EngineTest, FerrysOwnCapHoldsWhateverTheWorkerGrants) {
   Config config = TestConfig();
   config.processors[0].max_in_flight = 3;

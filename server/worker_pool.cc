@@ -26,6 +26,9 @@ constexpr absl::Duration kChannelSettleTime = absl::Milliseconds(50);
 constexpr absl::Duration kFailureLogInterval = absl::Seconds(30);
 // Bounds a connection probe (it normally fails at once) and so Stop().
 constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
+// Call metadata telling workers they may carry credit in Results
+// (proto/ferry/v1/processor.proto); the C++ SDK looks for it.
+constexpr char kResultsCreditHeader[] = "ferry-results-credit";
 
 absl::Duration BackoffFor(int failures) {
   absl::Duration backoff = kInitialBackoff;
@@ -49,6 +52,8 @@ class WorkerPool::StreamReactor final
   StreamReactor(WorkerPool* pool, Slot* slot, v1::Processor::Stub* stub, std::string name)
       : pool_(pool), slot_(slot), name_(std::move(name)) {
     stream_id_ = pool_->engine_->AddStream(slot->processor, this);
+    // Tells the worker it may fold its Credit into Results (processor.proto).
+    context_.AddMetadata(kResultsCreditHeader, "1");
     stub->async()->Process(&context_, this);
     AddHold();
     StartRead(&response_);

@@ -172,7 +172,8 @@ ferry::v1::Result ToResult(uint64_t id, const Outcome& outcome) {
 // One Process stream. See the file comment for its lifetime.
 class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessResponse> {
  public:
-  explicit Stream(std::shared_ptr<Core> core) : core_(std::move(core)) {
+  Stream(std::shared_ptr<Core> core, bool results_carry_credit)
+      : core_(std::move(core)), results_carry_credit_(results_carry_credit) {
     bool reject;
     {
       absl::MutexLock cl(&core_->mu);
@@ -473,7 +474,8 @@ class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessRespo
   }
 
   // Everything completed since the last write (up to max_results_batch):
-  // one Results message (cancelled events excluded), then Credit{n}.
+  // one Results message (cancelled events excluded) and Credit{n}, inside
+  // the Results when ferry said it takes that, else as a message after it.
   void BatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t n =
         std::min(completed_.size(), static_cast<size_t>(core_->options.max_results_batch));
@@ -485,16 +487,24 @@ class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessRespo
     }
     completed_.erase(completed_.begin(), completed_.begin() + static_cast<std::ptrdiff_t>(n));
     held_ -= static_cast<int64_t>(n);
+    // Draining (shutting down): no new work, so no credit.
+    const bool grant = !core_->shutting_down.load(std::memory_order_acquire);
+    if (grant) granted_ += static_cast<int64_t>(n);
+    if (grant && results_carry_credit_) {
+      results.mutable_results()->set_credit(static_cast<uint32_t>(n));
+      queue_.push_back(std::move(results));
+      return;
+    }
     if (!list->empty()) queue_.push_back(std::move(results));
-    if (!core_->shutting_down.load(std::memory_order_acquire)) {  // draining: no new work
+    if (grant) {
       ProcessResponse credit;
       credit.mutable_credit()->set_n(static_cast<uint32_t>(n));
-      granted_ += static_cast<int64_t>(n);
       queue_.push_back(std::move(credit));
     }
   }
 
   const std::shared_ptr<Core> core_;
+  const bool results_carry_credit_;  // ferry sent `ferry-results-credit: 1`
   std::atomic<int> refs_{1};  // gRPC's, until OnDone
 
   ProcessRequest req_;  // the one outstanding read
@@ -588,8 +598,13 @@ class Worker::Service final : public ferry::v1::Processor::CallbackService {
   explicit Service(std::shared_ptr<Core> core) : core_(std::move(core)) {}
 
   grpc::ServerBidiReactor<ProcessRequest, ProcessResponse>* Process(
-      grpc::CallbackServerContext* /*context*/) override {
-    return new Stream(core_);
+      grpc::CallbackServerContext* context) override {
+    // A ferry that sends this header takes credit inside Results (one
+    // message per batch instead of Results + Credit); an older one does not.
+    const auto& metadata = context->client_metadata();
+    auto header = metadata.find("ferry-results-credit");
+    const bool results_carry_credit = header != metadata.end() && header->second == "1";
+    return new Stream(core_, results_carry_credit);
   }
 
  private:

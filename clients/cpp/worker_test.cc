@@ -50,10 +50,16 @@ class Latch {
 // A client stream to a worker, as ferry would open it.
 class Client {
  public:
-  explicit Client(int port, std::shared_ptr<grpc::ChannelCredentials> credentials =
-                                grpc::InsecureChannelCredentials()) {
+  // `results_credit`: send `ferry-results-credit: 1`, as ferry does, so the
+  // worker may carry credit inside Results.
+  explicit Client(int port,
+                  std::shared_ptr<grpc::ChannelCredentials> credentials =
+                      grpc::InsecureChannelCredentials(),
+                  bool results_credit = false)
+      : results_credit_(results_credit) {
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), credentials);
     stub_ = ferry::v1::Processor::NewStub(channel_);
+    if (results_credit) context_.AddMetadata("ferry-results-credit", "1");
     stream_ = stub_->Process(&context_);
   }
 
@@ -99,6 +105,13 @@ class Client {
         ++credit_messages;
       } else if (msg.has_results()) {
         ++results_messages;
+        // Only a client that sent the header may get credit here: an older
+        // ferry would ignore it and starve.
+        if (!results_credit_) {
+          EXPECT_EQ(msg.results().credit(), 0u);
+        }
+        got += msg.results().credit();
+        credit_total += msg.results().credit();
         for (const Result& r : msg.results().results()) {
           EXPECT_EQ(results.count(r.id()), 0u) << "duplicate result for " << r.id();
           results[r.id()] = r;
@@ -122,6 +135,7 @@ class Client {
   int results_messages = 0;
 
  private:
+  const bool results_credit_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ferry::v1::Processor::Stub> stub_;
   grpc::ClientContext context_;
@@ -175,6 +189,32 @@ TEST(WorkerTest, ReadyThenResultsAndCredit) {
   EXPECT_EQ(worker->credit_violations(), 0);
   EXPECT_GE(worker->max_held(), 1);
   EXPECT_LE(worker->max_held(), 3);
+  worker->Shutdown(absl::Seconds(1));
+}
+
+TEST(WorkerTest, CreditRidesInResultsWhenFerryAsks) {
+  auto worker = StartWorker(Options(8), [](const Event&) { return Outcome::Ok(); });
+  ASSERT_NE(worker, nullptr);
+  Client client(worker->port(), grpc::InsecureChannelCredentials(), /*results_credit=*/true);
+  client.ReadReady();
+  for (uint64_t id = 1; id <= 20; id += 4) {
+    ASSERT_TRUE(client.SendEvents({id, id + 1, id + 2, id + 3}));
+    ASSERT_TRUE(client.ReadCredit(4));
+  }
+  EXPECT_EQ(client.credit_total, 20);
+  EXPECT_EQ(client.credit_messages, 0);  // all of it inside Results
+  EXPECT_EQ(client.ResultIds().size(), 20u);
+  worker->Shutdown(absl::Seconds(1));
+}
+
+TEST(WorkerTest, WithoutTheHeaderCreditIsItsOwnMessage) {
+  auto worker = StartWorker(Options(8), [](const Event&) { return Outcome::Ok(); });
+  ASSERT_NE(worker, nullptr);
+  Client client(worker->port());
+  client.ReadReady();
+  ASSERT_TRUE(client.SendEvents({1, 2, 3, 4}));
+  ASSERT_TRUE(client.ReadCredit(4));  // fails on credit inside Results
+  EXPECT_GE(client.credit_messages, 1);
   worker->Shutdown(absl::Seconds(1));
 }
 

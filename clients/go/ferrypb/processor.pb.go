@@ -12,6 +12,10 @@
 //   * Results do not return credit by themselves: a worker that finished k
 //     events and wants k more sends Credit{k} (the SDKs do this for you,
 //     right after the Results message).
+//   * Or, when ferry's call metadata carries `ferry-results-credit: 1`, the
+//     worker may put that credit in the Results message itself
+//     (Results.credit): one message instead of two. Only then: a ferry
+//     without that header ignores Results.credit and the stream would starve.
 //   * Every Event gets exactly one Result (OK, RETRY or FAIL), identified by
 //     Event.id. Results for unknown or stale ids are dropped by ferry.
 
@@ -644,8 +648,13 @@ func (x *Result) GetRetryAfterMs() uint32 {
 
 // A batch of results.
 type Results struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Results       []*Result              `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Results []*Result              `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// Credit granted along with these results, exactly as if a Credit{credit}
+	// followed them. Set it only when ferry's call metadata has
+	// `ferry-results-credit: 1` (see the flow-control rules at the top). The
+	// results list may be empty when only credit is granted.
+	Credit        uint32 `protobuf:"varint,2,opt,name=credit,proto3" json:"credit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -685,6 +694,13 @@ func (x *Results) GetResults() []*Result {
 		return x.Results
 	}
 	return nil
+}
+
+func (x *Results) GetCredit() uint32 {
+	if x != nil {
+		return x.Credit
+	}
+	return 0
 }
 
 // worker → ferry.
@@ -831,9 +847,10 @@ const file_ferry_v1_processor_proto_rawDesc = "" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\x06\n" +
 	"\x02OK\x10\x01\x12\t\n" +
 	"\x05RETRY\x10\x02\x12\b\n" +
-	"\x04FAIL\x10\x03\"5\n" +
+	"\x04FAIL\x10\x03\"M\n" +
 	"\aResults\x12*\n" +
-	"\aresults\x18\x01 \x03(\v2\x10.ferry.v1.ResultR\aresults\"\x9d\x01\n" +
+	"\aresults\x18\x01 \x03(\v2\x10.ferry.v1.ResultR\aresults\x12\x16\n" +
+	"\x06credit\x18\x02 \x01(\rR\x06credit\"\x9d\x01\n" +
 	"\x0fProcessResponse\x12'\n" +
 	"\x05ready\x18\x01 \x01(\v2\x0f.ferry.v1.ReadyH\x00R\x05ready\x12*\n" +
 	"\x06credit\x18\x02 \x01(\v2\x10.ferry.v1.CreditH\x00R\x06credit\x12-\n" +

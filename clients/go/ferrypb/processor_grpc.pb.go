@@ -12,6 +12,10 @@
 //   * Results do not return credit by themselves: a worker that finished k
 //     events and wants k more sends Credit{k} (the SDKs do this for you,
 //     right after the Results message).
+//   * Or, when ferry's call metadata carries `ferry-results-credit: 1`, the
+//     worker may put that credit in the Results message itself
+//     (Results.credit): one message instead of two. Only then: a ferry
+//     without that header ignores Results.credit and the stream would starve.
 //   * Every Event gets exactly one Result (OK, RETRY or FAIL), identified by
 //     Event.id. Results for unknown or stale ids are dropped by ferry.
 
