@@ -1207,7 +1207,16 @@ void Engine::DispatchLocked() {
       const uint64_t id = MakeDeliveryId(taken->epoch, next_delivery_id_++);
       taken->event.set_id(id);
       taken->event.set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
-      const int64_t event_bytes = static_cast<int64_t>(taken->event.ByteSizeLong());
+      // An upper estimate, not ByteSizeLong(): serialization computes the
+      // size again anyway, and the batch limit leaves a megabyte of room
+      // under gRPC's message cap. Record bytes (key, payload, headers) plus
+      // the topic, the type and the key again (both may come from payload
+      // fields), and the fixed-size fields and tags.
+      const int64_t event_bytes =
+          taken->bytes + static_cast<int64_t>(taken->event.topic().size() +
+                                              taken->event.type().size() +
+                                              taken->event.key().size()) +
+          16 * taken->event.headers_size() + 96;
       Batch* batch = &batch_for(stream_id);
       if (batch->bytes + event_bytes > processor_config.max_batch_bytes) flush(*batch);
       *batch->events.add_events() = taken->event;

@@ -40,6 +40,7 @@ RUN apt-get update \
       libsasl2-2 \
       libssl3 \
       libstdc++6 \
+      libtcmalloc-minimal4 \
       libyaml-cpp0.7 \
       libzstd1 \
       zlib1g \
