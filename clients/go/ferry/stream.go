@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/ferry/ferry/clients/go/ferrypb"
@@ -16,6 +17,10 @@ import (
 // errEnded: the stream ended (ferry closed it or it broke) while writing.
 var errEnded = errors.New("stream ended")
 
+// resultsCreditHeader: call metadata by which ferry says it takes credit
+// inside Results (proto/ferry/v1/processor.proto).
+const resultsCreditHeader = "ferry-results-credit"
+
 type entry struct {
 	count     int
 	cancelled bool
@@ -23,15 +28,17 @@ type entry struct {
 }
 
 // One Process stream: a reader goroutine (Events, Cancel), a writer goroutine
-// (Ready, then Results + Credit batches) and one goroutine per event.
+// (Ready, then Results + Credit batches, or Results carrying the credit) and
+// one goroutine per event.
 // Locking: stream.mu may be held while taking Worker.mu, never the reverse.
 type stream struct {
 	w   *Worker
 	srv ferrypb.Processor_ProcessServer
 
-	ctx    context.Context // handler contexts derive from it; cancelled when the stream ends
-	cancel context.CancelFunc
-	wake   chan struct{} // cap 1: the writer has something to do
+	ctx                context.Context // handler contexts derive from it; cancelled when the stream ends
+	cancel             context.CancelFunc
+	wake               chan struct{} // cap 1: the writer has something to do
+	resultsCarryCredit bool          // ferry sent `ferry-results-credit: 1`
 
 	mu              sync.Mutex
 	granted         int64 // credit granted: Ready + Credits
@@ -46,14 +53,28 @@ type stream struct {
 func newStream(w *Worker, srv ferrypb.Processor_ProcessServer) *stream {
 	ctx, cancel := context.WithCancel(srv.Context())
 	return &stream{
-		w:        w,
-		srv:      srv,
-		ctx:      ctx,
-		cancel:   cancel,
-		wake:     make(chan struct{}, 1),
-		granted:  int64(w.opts.MaxInFlight),
-		inflight: make(map[uint64]*entry),
+		w:                  w,
+		srv:                srv,
+		ctx:                ctx,
+		cancel:             cancel,
+		wake:               make(chan struct{}, 1),
+		resultsCarryCredit: resultsCarryCredit(srv.Context()),
+		granted:            int64(w.opts.MaxInFlight),
+		inflight:           make(map[uint64]*entry),
 	}
+}
+
+// resultsCarryCredit: whether ferry takes credit inside Results. An older
+// ferry ignores Results.credit: credit put there would be lost and the
+// stream would starve.
+func resultsCarryCredit(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get(resultsCreditHeader) {
+		if v == "1" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *stream) notify() {
@@ -183,6 +204,16 @@ func (s *stream) writeLoop() error {
 		}
 		s.mu.Unlock()
 
+		if grant && s.resultsCarryCredit {
+			// One message instead of two; with no results (all cancelled) it
+			// carries the credit alone.
+			msg := &ferrypb.ProcessResponse{Kind: &ferrypb.ProcessResponse_Results{
+				Results: &ferrypb.Results{Results: results, Credit: uint32(n)}}}
+			if err := s.srv.Send(msg); err != nil {
+				return err
+			}
+			continue
+		}
 		if len(results) > 0 {
 			msg := &ferrypb.ProcessResponse{Kind: &ferrypb.ProcessResponse_Results{
 				Results: &ferrypb.Results{Results: results}}}

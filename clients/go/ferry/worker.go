@@ -6,8 +6,9 @@
 // (see proto/ferry/v1/processor.proto). A Worker implements the worker side
 // of that protocol: it announces Ready{max_in_flight}, runs your Handler for
 // every Event (at most Options.Concurrency at once, over all streams),
-// batches the results into Results messages, returns credit with Credit{n},
-// honours Cancel and stops gracefully.
+// batches the results into Results messages, returns credit (inside Results
+// when ferry's call metadata allows it, else with Credit{n}), honours Cancel
+// and stops gracefully.
 //
 //	func handle(ctx context.Context, ev *ferrypb.Event) ferry.Result {
 //		if len(ev.Payload) == 0 {

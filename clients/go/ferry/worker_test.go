@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -80,9 +81,24 @@ type client struct {
 	credits  int
 	resMsgs  int
 	readDone chan struct{}
+	// resultsCredit: the stream sent `ferry-results-credit: 1`, as ferry
+	// does, so the worker may carry credit inside Results.
+	resultsCredit bool
 }
 
 func (h *harness) dial() *client {
+	h.t.Helper()
+	return newClient(h.t, h.conn(), false)
+}
+
+// dialResultsCredit opens a stream whose call metadata says
+// `ferry-results-credit: 1`.
+func (h *harness) dialResultsCredit() *client {
+	h.t.Helper()
+	return newClient(h.t, h.conn(), true)
+}
+
+func (h *harness) conn() *grpc.ClientConn {
 	h.t.Helper()
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return h.lis.DialContext(ctx) }),
@@ -90,18 +106,21 @@ func (h *harness) dial() *client {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return newClient(h.t, conn)
+	return conn
 }
 
-func newClient(t *testing.T, conn *grpc.ClientConn) *client {
+func newClient(t *testing.T, conn *grpc.ClientConn, resultsCredit bool) *client {
 	ctx, cancel := context.WithCancel(context.Background())
+	if resultsCredit {
+		ctx = metadata.AppendToOutgoingContext(ctx, "ferry-results-credit", "1")
+	}
 	stream, err := ferrypb.NewProcessorClient(conn).Process(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &client{t: t, conn: conn, stream: stream, cancel: cancel,
 		msgs: make(chan *ferrypb.ProcessResponse, 1024), results: map[uint64]*ferrypb.Result{},
-		readDone: make(chan struct{})}
+		readDone: make(chan struct{}), resultsCredit: resultsCredit}
 	go func() {
 		defer close(c.readDone)
 		defer close(c.msgs)
@@ -195,6 +214,14 @@ func (c *client) readCredit(want int64) {
 			c.credits++
 		case m.GetResults() != nil:
 			c.resMsgs++
+			// Only a client that sent the header may get credit here: an
+			// older ferry would ignore it and starve.
+			n := int64(m.GetResults().GetCredit())
+			if n != 0 && !c.resultsCredit {
+				c.t.Errorf("credit %d inside Results without the header", n)
+			}
+			got += n
+			c.credit += n
 			for _, r := range m.GetResults().GetResults() {
 				if _, dup := c.results[r.GetId()]; dup {
 					c.t.Errorf("duplicate result for %d", r.GetId())
@@ -274,6 +301,52 @@ func TestReadyThenResultsAndCredit(t *testing.T) {
 	}
 	if h.w.EventsReceived() != 3 || h.w.CreditViolations() != 0 || h.w.MaxHeld() < 1 || h.w.MaxHeld() > 3 {
 		t.Errorf("counters: received %d violations %d max_held %d", h.w.EventsReceived(), h.w.CreditViolations(), h.w.MaxHeld())
+	}
+}
+
+func TestCreditRidesInResultsWhenFerryAsks(t *testing.T) {
+	h := start(t, ok, ferry.Options{MaxInFlight: 8})
+	c := h.dialResultsCredit()
+	c.readReady()
+	for id := uint64(1); id <= 20; id += 4 {
+		c.sendEvents([]uint64{id, id + 1, id + 2, id + 3})
+		c.readCredit(4)
+	}
+	if c.credit != 20 || c.credits != 0 || len(c.results) != 20 {
+		t.Errorf("credit %d in %d Credit message(s) (want 20 in none), results %d",
+			c.credit, c.credits, len(c.results))
+	}
+	if h.w.CreditViolations() != 0 {
+		t.Errorf("violations %d", h.w.CreditViolations())
+	}
+}
+
+func TestWithoutTheHeaderCreditIsItsOwnMessage(t *testing.T) {
+	h := start(t, ok, ferry.Options{MaxInFlight: 8})
+	c := h.dial()
+	c.readReady()
+	c.sendEvents([]uint64{1, 2, 3, 4})
+	c.readCredit(4) // fails on credit inside Results
+	if c.credit != 4 || c.credits < 1 || fmt.Sprint(c.resultIDs()) != "[1 2 3 4]" {
+		t.Errorf("credit %d in %d Credit message(s), results %v", c.credit, c.credits, c.resultIDs())
+	}
+}
+
+func TestCreditOfCancelledEventsRidesInAnEmptyResults(t *testing.T) {
+	started := make(chan struct{})
+	h := start(t, func(ctx context.Context, e *ferrypb.Event) ferry.Result {
+		close(started)
+		<-ctx.Done()
+		return ferry.OK()
+	}, ferry.Options{MaxInFlight: 4})
+	c := h.dialResultsCredit()
+	c.readReady()
+	c.sendEvents([]uint64{1})
+	<-started
+	c.sendCancel(1)
+	m := c.mustRead()
+	if rs := m.GetResults(); rs == nil || len(rs.GetResults()) != 0 || rs.GetCredit() != 1 {
+		t.Errorf("want an empty Results with credit 1, got %v", m)
 	}
 }
 
@@ -732,7 +805,7 @@ func TestLoopbackTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, conn)
+	c := newClient(t, conn, false)
 	if c.readReady().GetWorkerName() != "tcp" {
 		t.Fatal("ready")
 	}

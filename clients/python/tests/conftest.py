@@ -34,13 +34,21 @@ def events_request(ids: Sequence[int], payloads: Sequence[bytes] = ()) -> pb.Pro
 
 
 class Client:
-    """A Process stream to a worker; a thread reads responses into a queue."""
+    """A Process stream to a worker; a thread reads responses into a queue.
 
-    def __init__(self, port: int):
+    ``results_credit``: send ``ferry-results-credit: 1``, as ferry does, so the
+    worker may carry credit inside Results.
+    """
+
+    def __init__(self, port: int, results_credit: bool = False):
         self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         self._requests: "queue.Queue[Optional[pb.ProcessRequest]]" = queue.Queue()
         self._responses: "queue.Queue" = queue.Queue()
-        self.call = pb_grpc.ProcessorStub(self.channel).Process(self._request_iter())
+        self.results_credit = results_credit
+        metadata = (("ferry-results-credit", "1"),) if results_credit else ()
+        self.call = pb_grpc.ProcessorStub(self.channel).Process(
+            self._request_iter(), metadata=metadata
+        )
         self.results: Dict[int, pb.Result] = {}
         self.credit_total = 0
         self.credit_messages = 0
@@ -109,6 +117,12 @@ class Client:
                 self.credit_messages += 1
             elif kind == "results":
                 self.results_messages += 1
+                # Only a client that sent the header may get credit here: an
+                # older ferry would ignore it and starve.
+                if not self.results_credit:
+                    assert msg.results.credit == 0, f"credit inside Results: {msg}"
+                got += msg.results.credit
+                self.credit_total += msg.results.credit
                 for r in msg.results.results:
                     assert r.id not in self.results, f"duplicate result for {r.id}"
                     self.results[r.id] = r
@@ -125,8 +139,8 @@ class Client:
 def clients():
     made = []
 
-    def make(port: int) -> Client:
-        c = Client(port)
+    def make(port: int, **kwargs) -> Client:
+        c = Client(port, **kwargs)
         made.append(c)
         return c
 

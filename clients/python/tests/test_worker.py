@@ -60,6 +60,52 @@ def test_ready_then_results_and_credit(workers, clients):
     assert 1 <= w.max_held <= 3
 
 
+def test_credit_rides_in_results_when_ferry_asks(workers, clients):
+    w = workers(lambda e: ferry.ok(), max_in_flight=8)
+    c = clients(w.port, results_credit=True)
+    c.read_ready()
+    for first in range(1, 21, 4):
+        c.send_events(list(range(first, first + 4)))
+        c.read_credit(4)
+    assert c.credit_total == 20
+    assert c.credit_messages == 0  # all of it inside Results
+    assert set(c.results) == set(range(1, 21))
+    assert w.credit_violations == 0
+
+
+def test_without_the_header_credit_is_its_own_message(workers, clients):
+    w = workers(lambda e: ferry.ok(), max_in_flight=8)
+    c = clients(w.port)
+    c.read_ready()
+    c.send_events([1, 2, 3, 4])
+    c.read_credit(4)  # fails on credit inside Results
+    assert c.credit_total == 4
+    assert c.credit_messages >= 1
+    assert set(c.results) == {1, 2, 3, 4}
+
+
+def test_credit_of_cancelled_events_rides_in_an_empty_results(workers, clients):
+    started, release = threading.Event(), threading.Event()
+
+    def handle(e, ctx):
+        started.set()
+        ctx.wait(10)
+        release.wait(10)
+        return ferry.ok()
+
+    w = workers(handle, max_in_flight=4)
+    c = clients(w.port, results_credit=True)
+    c.read_ready()
+    c.send_events([1])
+    assert started.wait(10)
+    c.send_cancel([1])
+    release.set()
+    msg = c.read()
+    assert msg.WhichOneof("kind") == "results", msg
+    assert list(msg.results.results) == []
+    assert msg.results.credit == 1
+
+
 def test_default_name_is_the_host_name(workers, clients):
     import socket
 

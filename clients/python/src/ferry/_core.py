@@ -11,8 +11,10 @@ the reference implementation):
     still processed, and counted in credit_violations;
   * results are batched (everything finished since the last write, up to
     max_results_batch per Results message), and each batch of k finished
-    events is followed by Credit{k}; cancelled events send no result, but
-    their credit comes back when their handler has finished;
+    events returns k units of credit: in Results.credit when ferry's call
+    metadata has `ferry-results-credit: 1`, else as a Credit{k} right after
+    the Results; cancelled events send no result, but their credit comes
+    back when their handler has finished;
   * Cancel{ids}: the handlers' contexts are cancelled (asyncio handlers get
     their task cancelled), events not started yet are skipped;
   * graceful stop: new streams are refused (UNAVAILABLE), no more credit is
@@ -41,6 +43,9 @@ from ferry.v1 import processor_pb2_grpc as pb_grpc
 
 _LOG = logging.getLogger("ferry")
 _SKIP = object()  # the event was not processed (cancelled / stream gone): no result
+# Call metadata by which ferry says it takes credit inside Results
+# (proto/ferry/v1/processor.proto).
+_RESULTS_CREDIT_HEADER = "ferry-results-credit"
 
 
 class Context:
@@ -138,10 +143,20 @@ class _Entry:
         self.tasks = []
 
 
+def _results_carry_credit(context: aio.ServicerContext) -> bool:
+    # An older ferry ignores Results.credit: without the header, credit put
+    # there would be lost and the stream would starve.
+    for key, value in context.invocation_metadata() or ():
+        if key == _RESULTS_CREDIT_HEADER and value == "1":
+            return True
+    return False
+
+
 class _Stream:
     def __init__(self, core: "_Core", context: aio.ServicerContext):
         self.core = core
         self.ctx = context
+        self.results_carry_credit = _results_carry_credit(context)
         self.granted = core.max_in_flight  # credit granted: Ready + Credits
         self.received = 0  # events accepted for processing
         self.held = 0  # received, credit not returned yet
@@ -213,6 +228,14 @@ class _Stream:
                 if result is not None:
                     results.append(result.to_proto(event_id))
             self.held -= n
+            if self.results_carry_credit and not core.stopping:  # draining: no new work
+                # One message instead of two; with no results (all cancelled)
+                # it carries the credit alone.
+                self.granted += n
+                await self.ctx.write(
+                    pb.ProcessResponse(results=pb.Results(results=results, credit=n))
+                )
+                continue
             if results:
                 await self.ctx.write(pb.ProcessResponse(results=pb.Results(results=results)))
             if not core.stopping:  # draining: no new work
