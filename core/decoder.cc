@@ -272,25 +272,31 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(
   return std::unique_ptr<Decoder>(new Decoder(std::move(by_name)));
 }
 
-absl::StatusOr<v1::Event> Decoder::Decode(const RawRecord& record) const {
+absl::Status Decoder::KeyAndType(const RawRecord& record, std::string* key,
+                                  std::string* type) const {
   static const TopicConfig* const kDefaults = new TopicConfig();
   auto found = topics_.find(record.topic);
   const TopicConfig& topic =
       found == topics_.end() ? *kDefaults : found->second;
 
   RecordContext context(record);
-  std::string key;
-  absl::Status status = context.Extract(topic.key, "key", &key);
+  absl::Status status = context.Extract(topic.key, "key", key);
   if (!status.ok()) return status;
-  std::string type;
-  status = context.Extract(topic.type, "type", &type);
+  status = context.Extract(topic.type, "type", type);
   if (!status.ok()) return status;
-  if (!IsValidUtf8(type)) {
+  if (!IsValidUtf8(*type)) {
     return absl::InvalidArgumentError(
         absl::StrCat(context.Where(), ": type: value from ",
                      SourceSpelling(topic.type), " is not valid UTF-8"));
   }
+  return absl::OkStatus();
+}
 
+absl::StatusOr<v1::Event> Decoder::Decode(const RawRecord& record) const {
+  std::string key;
+  std::string type;
+  absl::Status status = KeyAndType(record, &key, &type);
+  if (!status.ok()) return status;
   v1::Event event;
   event.set_topic(record.topic);
   event.set_partition(record.partition);
@@ -302,6 +308,27 @@ absl::StatusOr<v1::Event> Decoder::Decode(const RawRecord& record) const {
     v1::Header* header = event.add_headers();
     header->set_key(name);
     header->set_value(value);
+  }
+  event.set_timestamp_ms(record.timestamp_ms);
+  return event;
+}
+
+absl::StatusOr<v1::Event> Decoder::Decode(RawRecord&& record) const {
+  std::string key;
+  std::string type;
+  absl::Status status = KeyAndType(record, &key, &type);
+  if (!status.ok()) return status;  // `record` untouched: it goes out as poison
+  v1::Event event;
+  event.set_topic(std::move(record.topic));
+  event.set_partition(record.partition);
+  event.set_offset(record.offset);
+  event.set_key(std::move(key));
+  event.set_type(std::move(type));
+  event.set_payload(std::move(record.payload));
+  for (auto& [name, value] : record.headers) {
+    v1::Header* header = event.add_headers();
+    header->set_key(std::move(name));
+    header->set_value(std::move(value));
   }
   event.set_timestamp_ms(record.timestamp_ms);
   return event;

@@ -34,8 +34,13 @@ class Decoder {
   // Records of a topic not in the config are decoded with the defaults
   // (record key, type = topic name).
   absl::StatusOr<v1::Event> Decode(const RawRecord& record) const;
+  // The same, moving topic, payload and headers out of `record` instead of
+  // copying them (the consumer's per-record path). On an error `record` is
+  // left whole, for the dead-letter record.
+  absl::StatusOr<v1::Event> Decode(RawRecord&& record) const;
 
  private:
+  absl::Status KeyAndType(const RawRecord& record, std::string* key, std::string* type) const;
   explicit Decoder(std::map<std::string, TopicConfig> topics);
   std::map<std::string, TopicConfig> topics_;
 };

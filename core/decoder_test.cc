@@ -166,6 +166,28 @@ TEST(DecoderTest, JsonPointerEscapesAndArrays) {
   EXPECT_EQ(event->type(), "tilde");
 }
 
+TEST(DecoderTest, MovingDecodeGivesTheSameEventAndKeepsThePoisonWhole) {
+  auto decoder = MustCreate({Topic("orders", {Kind::kJson, "/id"}, {Kind::kTopic, ""})});
+  RawRecord record = Record("orders", R"({"id": "u7"})");
+  record.headers = {{"h1", "v1"}};
+  absl::StatusOr<v1::Event> copied = decoder->Decode(record);
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  absl::StatusOr<v1::Event> moved = decoder->Decode(std::move(record));
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->SerializeAsString(), copied->SerializeAsString());
+  EXPECT_EQ(moved->key(), "u7");
+  EXPECT_EQ(record.key, "k1");  // the record key is never taken
+
+  // A record that fails to decode is left whole for its dead-letter record.
+  RawRecord poison = Record("orders", R"({"name": "x"})");
+  poison.headers = {{"h1", "v1"}};
+  EXPECT_FALSE(decoder->Decode(std::move(poison)).ok());
+  EXPECT_EQ(poison.topic, "orders");
+  EXPECT_EQ(poison.payload, R"({"name": "x"})");
+  ASSERT_EQ(poison.headers.size(), 1u);
+  EXPECT_EQ(poison.headers[0].second, "v1");
+}
+
 TEST(DecoderTest, JsonMissingFieldIsPoison) {
   auto decoder = MustCreate({Topic("orders", {Kind::kJson, "/user/id"},
                                    {Kind::kConstant, "t"})});

@@ -1067,7 +1067,10 @@ void Engine::EnqueueLocked(QueuedEvent queued, bool front, bool even_if_paused) 
 void Engine::MarkLaneReadyLocked(int lane) {
   if (lane_marked_ready_[lane] || lanes_.busy(lane) || lanes_.empty(lane)) return;
   lane_marked_ready_[lane] = true;
-  ready_lanes_[QueueIndex(lanes_.Front(lane).processor, lane / config_.lane_count)].push_back(lane);
+  // With one processor the head's processor is known without touching the
+  // head (a cache miss per dispatch across thousands of lanes).
+  const int processor = config_.processors.size() == 1 ? 0 : lanes_.Front(lane).processor;
+  ready_lanes_[QueueIndex(processor, lane / config_.lane_count)].push_back(lane);
 }
 
 void Engine::ReleaseLaneLocked(const QueuedEvent& queued) {
@@ -1131,7 +1134,8 @@ void Engine::DispatchLocked() {
         ready.pop_front();
         lane_marked_ready_[lane] = false;
         if (lanes_.busy(lane) || lanes_.empty(lane)) continue;
-        if (static_cast<size_t>(lanes_.Front(lane).processor) != processor) {
+        if (config_.processors.size() > 1 &&
+            static_cast<size_t>(lanes_.Front(lane).processor) != processor) {
           MarkLaneReadyLocked(lane);  // its head now belongs to another processor
           continue;
         }

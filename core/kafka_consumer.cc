@@ -276,7 +276,9 @@ void KafkaConsumer::HandleMessage(RdKafka::Message& message) {
                                                config_.max_event_bytes, ")"));
     return;
   }
-  absl::StatusOr<v1::Event> event = decoder_->Decode(record);
+  // Moves the payload, topic and headers into the event; on an error the
+  // record is whole, and the record key is never taken.
+  absl::StatusOr<v1::Event> event = decoder_->Decode(std::move(record));
   if (!event.ok()) {
     FlushBatch();
     engine_->SubmitPoison(record, std::string(event.status().message()));
