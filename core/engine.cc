@@ -1111,6 +1111,34 @@ void Engine::StopDispatching() {
   dispatching_stopped_ = true;
 }
 
+namespace {
+
+// Field 1 of v1::Events (length-delimited) and the longest varint length
+// before an event's bytes.
+constexpr char kEventsEventTag = '\x0a';
+constexpr int64_t kEventFraming = 1 + 10;
+
+// Appends `event` (whose ByteSizeLong() is `size`) to an Events message's
+// wire bytes: the serialization gRPC would otherwise do on a copy.
+void AppendEventWire(const v1::Event& event, size_t size, EventsWire* wire) {
+  std::string& out = wire->bytes;
+  if (out.empty()) out.reserve((size + kEventFraming) * 16);
+  out.push_back(kEventsEventTag);
+  for (uint64_t value = size; ; value >>= 7) {
+    if (value < 0x80) {
+      out.push_back(static_cast<char>(value));
+      break;
+    }
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+  }
+  const size_t at = out.size();
+  out.resize(at + size);
+  event.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(&out[at]));
+  ++wire->count;
+}
+
+}  // namespace
+
 void Engine::DispatchLocked() {
   if (dispatching_stopped_) return;
   const absl::Time now = clock_->Now();
@@ -1170,12 +1198,11 @@ void Engine::DispatchLocked() {
                 candidates.end());
 
     // The Events message being filled per stream (one entry per stream that
-    // got events in this call; a handful at most).
+    // got events in this call; a handful at most), serialized as it grows.
     struct Batch {
       int64_t stream_id = 0;
       WorkerStream* stream = nullptr;
-      v1::Events events;
-      int64_t bytes = 0;
+      EventsWire events;
     };
     std::vector<Batch> batches;
     auto batch_for = [this, &batches](int64_t stream_id) -> Batch& {
@@ -1188,13 +1215,12 @@ void Engine::DispatchLocked() {
       return batches.back();
     };
     auto flush = [this](Batch& batch) {
-      batch.bytes = 0;
-      if (batch.events.events_size() == 0) return;
+      if (batch.events.count == 0) return;
       Outgoing out;
       out.stream_id = batch.stream_id;
       out.stream = batch.stream;
       out.events = std::move(batch.events);
-      batch.events.Clear();
+      batch.events = EventsWire();
       outbox_.push_back(std::move(out));
     };
 
@@ -1211,20 +1237,13 @@ void Engine::DispatchLocked() {
       const uint64_t id = MakeDeliveryId(taken->epoch, next_delivery_id_++);
       taken->event.set_id(id);
       taken->event.set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
-      // An upper estimate, not ByteSizeLong(): serialization computes the
-      // size again anyway, and the batch limit leaves a megabyte of room
-      // under gRPC's message cap. Record bytes (key, payload, headers) plus
-      // the topic, the type and the key again (both may come from payload
-      // fields), and the fixed-size fields and tags.
-      const int64_t event_bytes =
-          taken->bytes + static_cast<int64_t>(taken->event.topic().size() +
-                                              taken->event.type().size() +
-                                              taken->event.key().size()) +
-          16 * taken->event.headers_size() + 96;
+      const size_t event_size = taken->event.ByteSizeLong();
       Batch* batch = &batch_for(stream_id);
-      if (batch->bytes + event_bytes > processor_config.max_batch_bytes) flush(*batch);
-      *batch->events.add_events() = taken->event;
-      batch->bytes += event_bytes;
+      if (static_cast<int64_t>(batch->events.bytes.size() + event_size) + kEventFraming >
+          processor_config.max_batch_bytes) {
+        flush(*batch);
+      }
+      AppendEventWire(taken->event, event_size, &batch->events);
       if (stats_ != nullptr) {
         stats_->Dispatched(taken->processor, taken->type_index, now - taken->queued_at,
                            taken->redelivery);
@@ -1239,7 +1258,7 @@ void Engine::DispatchLocked() {
       ++stream.in_flight;
       ++counters_.dispatched;
       last_stream_used_[processor] = stream_id;
-      if (batch->events.events_size() >= processor_config.max_batch) flush(*batch);
+      if (batch->events.count >= processor_config.max_batch) flush(*batch);
       if (!has_room(stream)) {
         flush(*batch);
         candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(next));

@@ -346,7 +346,7 @@ class Engine {
     int64_t stream_id = 0;
     WorkerStream* stream = nullptr;
     bool cancel = false;
-    v1::Events events;
+    EventsWire events;
     std::vector<uint64_t> ids;
   };
   // Locks mu_; on destruction sends what the outbox holds (see Threading).

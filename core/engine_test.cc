@@ -387,8 +387,10 @@ TEST_F(EngineTest, RoomIsTheBudgetLeft) {
 class ReentrantStream final : public WorkerStream {
  public:
   explicit ReentrantStream(Engine* engine) : engine_(engine) {}
-  void SendEvents(v1::Events events) override {
+  void SendEvents(EventsWire wire) override {
     buffered_seen_.push_back(engine_->Buffered());
+    v1::Events events;
+    ASSERT_TRUE(events.ParseFromString(wire.bytes));
     for (const v1::Event& event : events.events()) sent_.push_back(event);
   }
   void SendCancel(std::vector<uint64_t> ids) override {

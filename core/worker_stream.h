@@ -16,12 +16,22 @@
 
 namespace ferry {
 
+// One Events message, already serialized: the wire bytes of a v1::Events
+// (each event as field 1: tag, length, the Event's bytes). The engine writes
+// them straight from its in-flight events, so an event is never copied as a
+// message on its way out; and two of them concatenated are one Events
+// message holding both, which is how a stream coalesces small batches.
+struct EventsWire {
+  std::string bytes;
+  int count = 0;  // events in `bytes`
+};
+
 class WorkerStream {
  public:
   virtual ~WorkerStream() = default;
   // Queues one Events message. The engine never sends more events than the
   // credit the worker granted, so the implementation's queue stays bounded.
-  virtual void SendEvents(v1::Events events) = 0;
+  virtual void SendEvents(EventsWire events) = 0;
   // Queues a Cancel for delivery ids the engine stopped waiting for.
   virtual void SendCancel(std::vector<uint64_t> ids) = 0;
   // For logs and status: "processor/target#n (worker_name)".

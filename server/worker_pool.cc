@@ -29,6 +29,7 @@ constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
 // Call metadata telling workers they may carry credit in Results
 // (proto/ferry/v1/processor.proto); the C++ SDK looks for it.
 constexpr char kResultsCreditHeader[] = "ferry-results-credit";
+constexpr char kProcessMethod[] = "/ferry.v1.Processor/Process";
 
 absl::Duration BackoffFor(int failures) {
   absl::Duration backoff = kInitialBackoff;
@@ -45,16 +46,20 @@ absl::Duration BackoffFor(int failures) {
 // One Process stream. Lifetime: created by OpenLocked, deleted in OnDone.
 // A hold keeps the RPC alive until reading has ended, so no write is ever
 // started on a finished call.
+//
+// Requests go out as bytes (grpc::ByteBuffer): the engine hands over Events
+// already serialized (core/worker_stream.h), so the stream only puts the
+// ProcessRequest framing in front; responses are parsed as usual.
 class WorkerPool::StreamReactor final
-    : public grpc::ClientBidiReactor<v1::ProcessRequest, v1::ProcessResponse>,
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, v1::ProcessResponse>,
       public WorkerStream {
  public:
-  StreamReactor(WorkerPool* pool, Slot* slot, v1::Processor::Stub* stub, std::string name)
+  StreamReactor(WorkerPool* pool, Slot* slot, ProcessStub* stub, std::string name)
       : pool_(pool), slot_(slot), name_(std::move(name)) {
     stream_id_ = pool_->engine_->AddStream(slot->processor, this);
     // Tells the worker it may fold its Credit into Results (processor.proto).
     context_.AddMetadata(kResultsCreditHeader, "1");
-    stub->async()->Process(&context_, this);
+    stub->PrepareBidiStreamingCall(&context_, kProcessMethod, grpc::StubOptions(), this);
     AddHold();
     StartRead(&response_);
   }
@@ -65,15 +70,19 @@ class WorkerPool::StreamReactor final
 
   // WorkerStream (from the engine's sender, after its mutex is released:
   // never block, never call the engine).
-  void SendEvents(v1::Events events) override {
-    v1::ProcessRequest request;
-    *request.mutable_events() = std::move(events);
-    Enqueue(std::move(request));
+  void SendEvents(EventsWire events) override {
+    Pending pending;
+    pending.events = true;
+    pending.count = events.count;
+    pending.bytes = std::move(events.bytes);
+    Enqueue(std::move(pending));
   }
   void SendCancel(std::vector<uint64_t> ids) override {
     v1::ProcessRequest request;
     for (uint64_t id : ids) request.mutable_cancel()->add_ids(id);
-    Enqueue(std::move(request));
+    Pending pending;
+    pending.bytes = request.SerializeAsString();
+    Enqueue(std::move(pending));
   }
   std::string Describe() const override {
     absl::MutexLock lock(&mu_);
@@ -122,7 +131,7 @@ class WorkerPool::StreamReactor final
   }
 
   void OnWriteDone(bool ok) override {
-    const v1::ProcessRequest* next = nullptr;
+    const grpc::ByteBuffer* next = nullptr;
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
@@ -164,27 +173,36 @@ class WorkerPool::StreamReactor final
   }
 
  private:
+  // One queued request: an Events message's bytes (the engine's EventsWire,
+  // to be framed as ProcessRequest.events) or a whole serialized
+  // ProcessRequest (a Cancel).
+  struct Pending {
+    bool events = false;
+    int count = 0;
+    std::string bytes;
+    grpc::ByteBuffer buffer;  // what is written, made when its turn comes
+  };
+
   // StartWrite is called outside mu_ (gRPC may run OnWriteDone inline). The
   // front element stays put while writing_: deque push_back keeps references.
-  void Enqueue(v1::ProcessRequest request) {
-    const v1::ProcessRequest* next = nullptr;
+  void Enqueue(Pending request) {
+    const grpc::ByteBuffer* next = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (closed_) return;  // OnStreamClosed re-queues these events
       // While a write is in flight, events join the last queued (not yet
       // written) Events message up to the processor's max_batch: no write
       // is delayed, and small dispatches coalesce instead of each paying for
-      // its own message.
-      if (writing_ && pending_.size() >= 2 && request.has_events() &&
-          pending_.back().has_events()) {
+      // its own message. Two Events messages' bytes back to back are one
+      // Events message.
+      if (writing_ && pending_.size() >= 2 && request.events && pending_.back().events) {
         const ProcessorConfig& processor = pool_->config_.processors[slot_->processor];
-        v1::Events* queued = pending_.back().mutable_events();
-        if (queued->events_size() + request.events().events_size() <= processor.max_batch &&
-            static_cast<int64_t>(queued->ByteSizeLong() + request.events().ByteSizeLong()) <=
+        Pending& queued = pending_.back();
+        if (queued.count + request.count <= processor.max_batch &&
+            static_cast<int64_t>(queued.bytes.size() + request.bytes.size()) <=
                 processor.max_batch_bytes) {
-          for (v1::Event& event : *request.mutable_events()->mutable_events()) {
-            queued->add_events()->Swap(&event);
-          }
+          queued.bytes.append(request.bytes);
+          queued.count += request.count;
           return;
         }
       }
@@ -193,10 +211,37 @@ class WorkerPool::StreamReactor final
     }
     if (next != nullptr) StartWrite(next);
   }
-  const v1::ProcessRequest* NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  const grpc::ByteBuffer* NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (writing_ || pending_.empty() || closed_) return nullptr;
     writing_ = true;
-    return &pending_.front();
+    Pending& front = pending_.front();
+    front.buffer = Frame(front);
+    return &front.buffer;
+  }
+  // The bytes to write: a Cancel as is; Events behind the ProcessRequest
+  // field header (field 1, length-delimited). The body is handed to gRPC
+  // without a copy.
+  static grpc::ByteBuffer Frame(Pending& pending) {
+    auto* body = new std::string(std::move(pending.bytes));
+    grpc::Slice slices[2];
+    size_t count = 0;
+    if (pending.events) {
+      char header[11];
+      size_t length = 0;
+      header[length++] = '\x0a';
+      for (uint64_t value = body->size();; value >>= 7) {
+        if (value < 0x80) {
+          header[length++] = static_cast<char>(value);
+          break;
+        }
+        header[length++] = static_cast<char>((value & 0x7f) | 0x80);
+      }
+      slices[count++] = grpc::Slice(header, length);
+    }
+    slices[count++] = grpc::Slice(
+        body->data(), body->size(), [](void* owned) { delete static_cast<std::string*>(owned); },
+        body);
+    return grpc::ByteBuffer(slices, count);
   }
   void EndReading() {
     {
@@ -215,7 +260,7 @@ class WorkerPool::StreamReactor final
   v1::ProcessResponse response_;
   mutable absl::Mutex mu_;
   // Bounded: the engine never sends more events than the worker's credit.
-  std::deque<v1::ProcessRequest> pending_ ABSL_GUARDED_BY(mu_);
+  std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
@@ -271,7 +316,7 @@ void WorkerPool::Start() {
     arguments.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
     AddTlsChannelArguments(processor.tls, &arguments);
     auto channel = grpc::CreateCustomChannel(processor.target, credentials_[p], arguments);
-    stubs_.push_back(v1::Processor::NewStub(channel));
+    stubs_.push_back(std::make_unique<ProcessStub>(channel));
     channels_.push_back(std::move(channel));
     LogInfo("workers", "processor ", processor.name, ": dialing ", processor.target, " with ",
             processor.streams, " streams (", DescribeChannelTls(processor.tls), ")");

@@ -20,6 +20,7 @@
 #ifndef FERRY_SERVER_WORKER_POOL_H_
 #define FERRY_SERVER_WORKER_POOL_H_
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
@@ -90,7 +91,9 @@ class WorkerPool {
   WorkerPoolStats* const stats_;
   std::vector<std::shared_ptr<grpc::ChannelCredentials>> credentials_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
-  std::vector<std::unique_ptr<ferry::v1::Processor::Stub>> stubs_;
+  // Processor.Process with requests as bytes (see StreamReactor).
+  using ProcessStub = grpc::TemplatedGenericStub<grpc::ByteBuffer, ferry::v1::ProcessResponse>;
+  std::vector<std::unique_ptr<ProcessStub>> stubs_;
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

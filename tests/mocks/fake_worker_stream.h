@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/worker_stream.h"
+#include "gtest/gtest.h"
 
 namespace ferry::testing {
 
@@ -18,7 +19,12 @@ class FakeWorkerStream final : public WorkerStream {
  public:
   explicit FakeWorkerStream(std::string name) : name_(std::move(name)) {}
 
-  void SendEvents(v1::Events events) override {
+  void SendEvents(EventsWire wire) override {
+    v1::Events events;
+    // The engine's hand-made serialization must be a valid Events message
+    // holding exactly `count` events.
+    EXPECT_TRUE(events.ParseFromString(wire.bytes)) << "unparsable Events bytes";
+    EXPECT_EQ(events.events_size(), wire.count);
     for (const v1::Event& event : events.events()) held_.push_back(event);
     batches_.push_back(std::move(events));
   }
