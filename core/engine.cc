@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/engine_stats.h"
 #include "core/log.h"
+#include "google/protobuf/io/coded_stream.h"
 
 namespace ferry {
 
@@ -1115,25 +1116,22 @@ namespace {
 
 // Field 1 of v1::Events (length-delimited) and the longest varint length
 // before an event's bytes.
-constexpr char kEventsEventTag = '\x0a';
+constexpr uint8_t kEventsEventTag = 0x0a;
 constexpr int64_t kEventFraming = 1 + 10;
 
 // Appends `event` (whose ByteSizeLong() is `size`) to an Events message's
 // wire bytes: the serialization gRPC would otherwise do on a copy.
 void AppendEventWire(const v1::Event& event, size_t size, EventsWire* wire) {
+  using google::protobuf::io::CodedOutputStream;
   std::string& out = wire->bytes;
   if (out.empty()) out.reserve((size + kEventFraming) * 16);
-  out.push_back(kEventsEventTag);
-  for (uint64_t value = size; ; value >>= 7) {
-    if (value < 0x80) {
-      out.push_back(static_cast<char>(value));
-      break;
-    }
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-  }
   const size_t at = out.size();
-  out.resize(at + size);
-  event.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(&out[at]));
+  const size_t header = 1 + CodedOutputStream::VarintSize64(size);
+  out.resize(at + header + size);
+  auto* target = reinterpret_cast<uint8_t*>(&out[at]);
+  *target++ = kEventsEventTag;
+  target = CodedOutputStream::WriteVarint64ToArray(size, target);
+  event.SerializeWithCachedSizesToArray(target);
   ++wire->count;
 }
 

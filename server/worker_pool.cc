@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/worker_stream.h"
 #include "ferry/v1/processor.grpc.pb.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "server/tls_credentials.h"
 
 namespace ferry {
@@ -226,17 +227,11 @@ class WorkerPool::StreamReactor final
     grpc::Slice slices[2];
     size_t count = 0;
     if (pending.events) {
-      char header[11];
-      size_t length = 0;
-      header[length++] = '\x0a';
-      for (uint64_t value = body->size();; value >>= 7) {
-        if (value < 0x80) {
-          header[length++] = static_cast<char>(value);
-          break;
-        }
-        header[length++] = static_cast<char>((value & 0x7f) | 0x80);
-      }
-      slices[count++] = grpc::Slice(header, length);
+      uint8_t header[1 + 10];  // tag, then a varint of at most 10 bytes
+      header[0] = 0x0a;  // ProcessRequest.events: field 1, length-delimited
+      const uint8_t* end =
+          google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(body->size(), header + 1);
+      slices[count++] = grpc::Slice(header, static_cast<size_t>(end - header));
     }
     slices[count++] = grpc::Slice(
         body->data(), body->size(), [](void* owned) { delete static_cast<std::string*>(owned); },
