@@ -153,7 +153,7 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
 
 int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
   auto is_dropped = [&partitions](const QueuedEvent& queued) {
-    return partitions.count(TopicPartition{queued.event.topic(), queued.event.partition()}) > 0;
+    return partitions.count(TopicPartition{queued.event->topic(), queued.event->partition()}) > 0;
   };
   int64_t dropped = 0;
   auto release_budget = [this, &dropped](const QueuedEvent& queued) {
@@ -252,11 +252,11 @@ void Engine::SetPaused(const std::set<TopicPartition>& paused) {
     // lane, which keeps each key's order); in-flight events and retries
     // finish as usual.
     auto is_paused = [&newly_paused](const QueuedEvent& queued) {
-      return newly_paused.count(TopicPartition{queued.event.topic(), queued.event.partition()}) > 0;
+      return newly_paused.count(TopicPartition{queued.event->topic(), queued.event->partition()}) > 0;
     };
     for (int lane = 0; lane < lanes_.count(); ++lane) {
       for (QueuedEvent& queued : lanes_.RemoveIf(lane, is_paused)) {
-        partitions_[TopicPartition{queued.event.topic(), queued.event.partition()}]
+        partitions_[TopicPartition{queued.event->topic(), queued.event->partition()}]
             .parked.push_back(std::move(queued));
       }
       MarkLaneReadyLocked(lane);
@@ -265,7 +265,7 @@ void Engine::SetPaused(const std::set<TopicPartition>& paused) {
       std::deque<QueuedEvent> kept;
       for (QueuedEvent& queued : queue) {
         if (is_paused(queued)) {
-          partitions_[TopicPartition{queued.event.topic(), queued.event.partition()}]
+          partitions_[TopicPartition{queued.event->topic(), queued.event->partition()}]
               .parked.push_back(std::move(queued));
         } else {
           kept.push_back(std::move(queued));
@@ -316,8 +316,8 @@ absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t
   if (!taken.has_value()) {
     for (auto it = in_flight_.begin(); it != in_flight_.end(); ++it) {
       const QueuedEvent& queued = it->second.queued;
-      if (queued.event.offset() != offset || queued.event.partition() != tp.partition ||
-          queued.event.topic() != tp.topic || queued.epoch != entry->second.epoch) {
+      if (queued.event->offset() != offset || queued.event->partition() != tp.partition ||
+          queued.event->topic() != tp.topic || queued.epoch != entry->second.epoch) {
         continue;
       }
       auto stream = streams_.find(it->second.stream_id);
@@ -337,8 +337,8 @@ absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t
   }
   if (!taken.has_value()) {
     for (auto it = retries_.begin(); it != retries_.end(); ++it) {
-      if (it->second.event.offset() == offset && it->second.event.partition() == tp.partition &&
-          it->second.event.topic() == tp.topic) {
+      if (it->second.event->offset() == offset && it->second.event->partition() == tp.partition &&
+          it->second.event->topic() == tp.topic) {
         taken = std::move(it->second);
         retries_.erase(it);
         break;
@@ -430,29 +430,29 @@ void Engine::SubmitLocked(v1::Event event, int64_t bytes, std::optional<std::str
   queued.type_index = stats_ != nullptr ? stats_->TypeIndex(event.type()) : 0;
   queued.queued_at = now;
   event.set_attempt(1);
-  queued.event = std::move(event);
+  *queued.event = std::move(event);
   if (queued.processor < 0) {
     ++counters_.failed;
     queued.lane = -1;
-    const std::string type = queued.event.type();
+    const std::string type = queued.event->type();
     FailLocked(std::move(queued),
                absl::StrCat("no processor handles event type \"", type,
                             "\" (add it to a processor's event_types, or add a \"*\" processor)"));
     return;
   }
   const Ordering ordering = OrderingFor(tp.topic);
-  const SchedulingPlan::Route route = plan_.RouteFor(tp.topic, queued.event.type());
+  const SchedulingPlan::Route route = plan_.RouteFor(tp.topic, queued.event->type());
   queued.flow = route.flow;
   queued.lane = ordering == Ordering::kUnordered
                     ? -1
                     : route.flow * config_.lane_count +
                           Lanes<QueuedEvent>::LaneFor(ordering, tp.topic, tp.partition,
-                                                      queued.event.key(), config_.lane_count);
+                                                      queued.event->key(), config_.lane_count);
   if (route.delay > absl::ZeroDuration()) {
     // Due at event time + delay. The event time is the record timestamp,
     // but never later than now (a record stamped in the future by a skewed
     // clock waits at most the delay), and now for a record without one.
-    const int64_t timestamp_ms = queued.event.timestamp_ms();
+    const int64_t timestamp_ms = queued.event->timestamp_ms();
     const absl::Time event_time =
         timestamp_ms > 0 ? std::min(absl::FromUnixMillis(timestamp_ms), now) : now;
     const absl::Time due = event_time + route.delay;
@@ -485,13 +485,13 @@ void Engine::SubmitPoison(const RawRecord& record, const std::string& error) {
   queued.processor = -1;
   queued.record_key = record.key;
   queued.queued_at = now;
-  queued.event.set_topic(record.topic);
-  queued.event.set_partition(record.partition);
-  queued.event.set_offset(record.offset);
-  queued.event.set_payload(record.payload);
-  queued.event.set_timestamp_ms(record.timestamp_ms);
+  queued.event->set_topic(record.topic);
+  queued.event->set_partition(record.partition);
+  queued.event->set_offset(record.offset);
+  queued.event->set_payload(record.payload);
+  queued.event->set_timestamp_ms(record.timestamp_ms);
   for (const auto& [name, value] : record.headers) {
-    v1::Header* header = queued.event.add_headers();
+    v1::Header* header = queued.event->add_headers();
     header->set_key(name);
     header->set_value(value);
   }
@@ -645,10 +645,10 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
 void Engine::RetryOrFailLocked(QueuedEvent queued, uint32_t retry_after_ms,
                                const std::string& error) {
   const ProcessorConfig& processor = config_.processors[queued.processor];
-  const int attempt = queued.event.attempt();
+  const int attempt = queued.event->attempt();
   if (attempt < processor.max_attempts) {
     ++counters_.retried;
-    queued.event.set_attempt(attempt + 1);
+    queued.event->set_attempt(attempt + 1);
     const absl::Duration delay =
         std::max(absl::Milliseconds(retry_after_ms), BackoffLocked(processor, attempt));
     // The lane stays busy while it waits, so nothing of its key overtakes it.
@@ -670,20 +670,20 @@ absl::Duration Engine::BackoffLocked(const ProcessorConfig& processor, int attem
 
 void Engine::FailLocked(QueuedEvent queued, const std::string& error) {
   const FailurePolicy policy = config_.PolicyFor(queued.processor);
-  const std::string where = absl::StrCat(queued.event.topic(), "/", queued.event.partition(),
-                                         "@", queued.event.offset());
+  const std::string where = absl::StrCat(queued.event->topic(), "/", queued.event->partition(),
+                                         "@", queued.event->offset());
   if (policy == FailurePolicy::kBlock) {
     // The lane stays busy and the offset unfinished: the partition holds.
     ++counters_.blocked;
     if (stats_ != nullptr) {
       stats_->TerminalFailure(queued.processor, queued.type_index, FailurePolicy::kBlock);
     }
-    LogError("engine", "partition ", queued.event.topic(), "/", queued.event.partition(),
-             " BLOCKED at offset ", queued.event.offset(), ": ", error,
+    LogError("engine", "partition ", queued.event->topic(), "/", queued.event->partition(),
+             " BLOCKED at offset ", queued.event->offset(), ": ", error,
              " (on_failure: block; skip the offset or change the policy to move on)");
-    auto it = partitions_.find(TopicPartition{queued.event.topic(), queued.event.partition()});
+    auto it = partitions_.find(TopicPartition{queued.event->topic(), queued.event->partition()});
     if (it != partitions_.end() && it->second.epoch == queued.epoch) {
-      const int64_t offset = queued.event.offset();
+      const int64_t offset = queued.event->offset();
       it->second.blocked.emplace(offset, std::move(queued));
       ++blocked_generation_;
     }
@@ -725,17 +725,17 @@ void Engine::DeadLetterLocked(QueuedEvent queued, const std::string& topic,
   PendingDeadLetter& pending = dead_letters_pending_[token];
   DeadLetter& letter = pending.letter;
   letter.dead_letter_topic = topic;
-  letter.source_topic = queued.event.topic();
-  letter.source_partition = queued.event.partition();
-  letter.source_offset = queued.event.offset();
+  letter.source_topic = queued.event->topic();
+  letter.source_partition = queued.event->partition();
+  letter.source_offset = queued.event->offset();
   letter.key = queued.record_key;
-  letter.payload = queued.event.payload();
-  for (const v1::Header& header : queued.event.headers()) {
+  letter.payload = queued.event->payload();
+  for (const v1::Header& header : queued.event->headers()) {
     letter.headers.emplace_back(header.key(), header.value());
   }
-  letter.timestamp_ms = queued.event.timestamp_ms();
+  letter.timestamp_ms = queued.event->timestamp_ms();
   letter.error = error;
-  letter.attempts = queued.processor < 0 ? 0 : queued.event.attempt();
+  letter.attempts = queued.processor < 0 ? 0 : queued.event->attempt();
   letter.processor = queued.processor < 0 ? "" : config_.processors[queued.processor].name;
   pending.queued = std::move(queued);
   WriteDeadLetterLocked(token);
@@ -794,7 +794,7 @@ void Engine::RequeueStreamEventsLocked(int64_t stream_id) {
   // Highest offsets first: each goes to the front of its lane, so the lane
   // ends up in offset order.
   std::sort(requeue.begin(), requeue.end(), [](const QueuedEvent& a, const QueuedEvent& b) {
-    return a.event.offset() > b.event.offset();
+    return a.event->offset() > b.event->offset();
   });
   const absl::Time now = clock_->Now();
   for (QueuedEvent& queued : requeue) {
@@ -995,8 +995,8 @@ EngineSnapshot Engine::Snapshot() const {
   }
   std::map<TopicPartition, int64_t> in_flight_by_partition;
   for (const auto& [id, flight] : in_flight_) {
-    ++in_flight_by_partition[TopicPartition{flight.queued.event.topic(),
-                                            flight.queued.event.partition()}];
+    ++in_flight_by_partition[TopicPartition{flight.queued.event->topic(),
+                                            flight.queued.event->partition()}];
   }
   for (const auto& [tp, entry] : partitions_) {
     PartitionSnapshot partition;
@@ -1037,7 +1037,7 @@ EngineSnapshot Engine::Snapshot() const {
 
 void Engine::EnqueueLocked(QueuedEvent queued, bool front, bool even_if_paused) {
   if (paused_partitions_ > 0 && !even_if_paused) {
-    auto it = partitions_.find(TopicPartition{queued.event.topic(), queued.event.partition()});
+    auto it = partitions_.find(TopicPartition{queued.event->topic(), queued.event->partition()});
     if (it != partitions_.end() && it->second.paused) {
       if (front) {
         it->second.parked.push_front(std::move(queued));
@@ -1083,10 +1083,10 @@ void Engine::ReleaseLaneLocked(const QueuedEvent& queued) {
 void Engine::FinishLocked(const QueuedEvent& queued) {
   --buffered_events_;
   buffered_bytes_ -= queued.bytes;
-  auto it = partitions_.find(TopicPartition{queued.event.topic(), queued.event.partition()});
+  auto it = partitions_.find(TopicPartition{queued.event->topic(), queued.event->partition()});
   if (it != partitions_.end() && it->second.epoch == queued.epoch) {
     PartitionEntry& entry = it->second;
-    entry.state.Done(queued.event.offset());
+    entry.state.Done(queued.event->offset());
     --entry.buffered;
     // Forget the consumption times of offsets now committable.
     const std::optional<int64_t> lowest = entry.state.LowestUnfinished();
@@ -1233,15 +1233,15 @@ void Engine::DispatchLocked() {
       const int64_t stream_id = candidates[next];
       StreamEntry& stream = streams_[stream_id];
       const uint64_t id = MakeDeliveryId(taken->epoch, next_delivery_id_++);
-      taken->event.set_id(id);
-      taken->event.set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
-      const size_t event_size = taken->event.ByteSizeLong();
+      taken->event->set_id(id);
+      taken->event->set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
+      const size_t event_size = taken->event->ByteSizeLong();
       Batch* batch = &batch_for(stream_id);
       if (static_cast<int64_t>(batch->events.bytes.size() + event_size) + kEventFraming >
           processor_config.max_batch_bytes) {
         flush(*batch);
       }
-      AppendEventWire(taken->event, event_size, &batch->events);
+      AppendEventWire(*taken->event, event_size, &batch->events);
       if (stats_ != nullptr) {
         stats_->Dispatched(taken->processor, taken->type_index, now - taken->queued_at,
                            taken->redelivery);

@@ -292,7 +292,10 @@ class Engine {
 
  private:
   struct QueuedEvent {
-    v1::Event event;
+    // Held by pointer: a queued event moves from lane to dispatch to the
+    // in-flight table, and a pointer moves for free where a message does not.
+    // Never null except in a moved-from QueuedEvent.
+    std::unique_ptr<v1::Event> event = std::make_unique<v1::Event>();
     int64_t bytes = 0;
     uint64_t epoch = 0;
     int lane = 0;
