@@ -169,6 +169,47 @@ def machine_busy(seconds: float) -> float:
     return round((b1 - b0) / max(1, t1 - t0), 3)
 
 
+def machine_cpu_seconds() -> float:
+    """CPU seconds all CPUs have been busy since boot (from /proc/stat)."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(f) - f[3] - f[4]) / CLK_TCK
+
+
+class CpuWindow:
+    """Who used the CPUs during a latency run: cores (CPU seconds per second)
+    of the machine as a whole and of each named process, plus the producer
+    (this harness's waited-for children). Shows whether the machine itself
+    was saturated, which is what makes queueing latency at a high rate."""
+
+    def __init__(self, procs: dict):
+        self.procs = procs  # name -> pid
+        self.t0 = time.monotonic()
+        self.machine0 = machine_cpu_seconds()
+        self.each0 = {n: proc_cpu_seconds(pid) for n, pid in procs.items()}
+        c = os.times()
+        self.children0 = c.children_user + c.children_system
+
+    def cores(self) -> dict:
+        dt = max(1e-6, time.monotonic() - self.t0)
+        out = {"seconds": round(dt, 2), "machine": round((machine_cpu_seconds() - self.machine0) / dt, 2),
+               "machine_cpus": os.cpu_count()}
+        for n, pid in self.procs.items():
+            now = proc_cpu_seconds(pid)
+            if now is not None and self.each0[n] is not None:
+                out[n] = round((now - self.each0[n]) / dt, 2)
+        c = os.times()
+        out["producer"] = round((c.children_user + c.children_system - self.children0) / dt, 2)
+        return out
+
+
+def fmt_cores(c: dict | None) -> str:
+    if not c:
+        return ""
+    parts = [f"{n} {c[n]:.2f}" for n in ("ferry", "worker", "consumer", "broker", "producer") if n in c]
+    return (f"CPU cores during it: {', '.join(parts)}; machine {c['machine']:.2f} of "
+            f"{c['machine_cpus']}")
+
+
 def loadavg() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
 
@@ -505,7 +546,10 @@ def run_latency(args, out: Path, broker: Broker, rate: float, floor: bool = True
                 raise HarnessError(f"latency: ferry not ready in 60s:\n{ferry.proc.tail(20)}")
             time.sleep(0.05)
         cpu0 = (ferry.proc.cpu(), worker.cpu())
+        window = CpuWindow({"ferry": ferry.proc.popen.pid, "worker": worker.popen.pid,
+                            "broker": broker.pid})
         produced = broker.produce(topic, total, rate=rate, warmup=warm)
+        result["cpu_cores_while_producing"] = window.cores()
         deadline = time.monotonic() + 60
         while True:
             stats = read_stats(stats_path)
@@ -536,7 +580,7 @@ def run_latency(args, out: Path, broker: Broker, rate: float, floor: bool = True
     if not floor:
         f = result["ferry"]
         log(f"latency at {fmt_rate(rate)} ev/s: ferry p50 {f['p50_us'] / 1000:.2f} ms "
-            f"p99 {f['p99_us'] / 1000:.2f} ms")
+            f"p99 {f['p99_us'] / 1000:.2f} ms; {fmt_cores(result.get('cpu_cores_while_producing'))}")
         return result
     # The floor: baseline A reading the same rate.
     topic = "bench-latency-a"
@@ -548,7 +592,9 @@ def run_latency(args, out: Path, broker: Broker, rate: float, floor: bool = True
                                   f"--ready_file={ready}"], out)
     try:
         wait_for_file(ready, consumer, 60)
+        window = CpuWindow({"consumer": consumer.popen.pid, "broker": broker.pid})
         broker.produce(topic, total, rate=rate, warmup=warm)
+        result["baseline_a_cpu_cores_while_producing"] = window.cores()
         consumer.popen.wait(120)
         if consumer.popen.returncode != 0:
             raise HarnessError(f"latency: bench_consume failed:\n{consumer.tail()}")
@@ -561,6 +607,8 @@ def run_latency(args, out: Path, broker: Broker, rate: float, floor: bool = True
     log(f"latency at {fmt_rate(rate)} ev/s: ferry p50 {f['p50_us'] / 1000:.2f} ms p99 "
         f"{f['p99_us'] / 1000:.2f} ms; floor (A) p50 {a['p50_us'] / 1000:.2f} ms p99 "
         f"{a['p99_us'] / 1000:.2f} ms")
+    log(f"  ferry's {fmt_cores(result.get('cpu_cores_while_producing'))}")
+    log(f"  the floor's {fmt_cores(result.get('baseline_a_cpu_cores_while_producing'))}")
     return result
 
 
@@ -644,10 +692,16 @@ def summarize(res: dict) -> list[str]:
                      f"{f['p50_us'] / 1000:.2f} ms p99 {f['p99_us'] / 1000:.2f} ms; "
                      f"floor (A) p50 {fa.get('p50_us', -1) / 1000:.2f} ms p99 "
                      f"{fa.get('p99_us', -1) / 1000:.2f} ms")
+        if lat.get("cpu_cores_while_producing"):
+            lines.append(f"  ferry's {fmt_cores(lat['cpu_cores_while_producing'])}")
+        if lat.get("baseline_a_cpu_cores_while_producing"):
+            lines.append(f"  the floor's {fmt_cores(lat['baseline_a_cpu_cores_while_producing'])}")
     for sw in res.get("latency_sweep") or []:
         f = sw["ferry"]
         lines.append(f"latency (broker append -> handler) at {fmt_rate(sw['rate'])} ev/s: ferry p50 "
                      f"{f['p50_us'] / 1000:.2f} ms p99 {f['p99_us'] / 1000:.2f} ms")
+        if sw.get("cpu_cores_while_producing"):
+            lines.append(f"  {fmt_cores(sw['cpu_cores_while_producing'])}")
     mem = res.get("memory")
     if mem and "ferry_peak_rss_mib" in mem:
         lines.append(f"memory: backlog {mem['backlog']:,}, slow worker: ferry peak RSS "
