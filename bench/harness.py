@@ -260,6 +260,7 @@ def start_worker(kind: str, out: Path, name: str, work_us: int = 0,
                  handler_threads: int | None = None,
                  extra: list[str] | None = None) -> tuple[Proc, int, Path | None]:
     port_file = out / f"{name}.port"
+    port_file.unlink(missing_ok=True)  # a stale one (same --out again) names a dead worker
     stats = None
     if kind == "cpp":
         stats = out / f"{name}.stats.json"
