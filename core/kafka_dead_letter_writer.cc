@@ -164,17 +164,19 @@ void KafkaDeadLetterWriter::Produce(std::unique_ptr<Pending> pending) {
 
 bool KafkaDeadLetterWriter::ShrinkAfterTooLarge(Pending& pending, const char* why) {
   if (pending.stage == Stage::kBare) return false;
-  const DeadLetter& letter = pending.letter;
+  DeadLetter& letter = pending.letter;
   if (pending.stage == Stage::kFull) {
     pending.stage = Stage::kNoPayload;
-    pending.drop_reason = absl::StrCat("too large: with its ", letter.payload.size(),
+    pending.payload_bytes = letter.payload.size();
+    std::string().swap(letter.payload);  // not sent again: free it now
+    pending.drop_reason = absl::StrCat("too large: with its ", pending.payload_bytes,
                                        "-byte payload the letter is over ", why);
   } else {
     pending.stage = Stage::kBare;
     size_t header_bytes = 0;
     for (const auto& [name, value] : letter.headers) header_bytes += name.size() + value.size();
     pending.drop_reason = absl::StrCat(
-        "too large: even without its ", letter.payload.size(), "-byte payload (key ",
+        "too large: even without its ", pending.payload_bytes, "-byte payload (key ",
         letter.key ? letter.key->size() : 0, " bytes, ", letter.headers.size(), " headers of ",
         header_bytes, " bytes, error ", letter.error.size(), " bytes) the letter is over ", why);
   }

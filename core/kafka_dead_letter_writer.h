@@ -57,6 +57,7 @@ class KafkaDeadLetterWriter final : public DeadLetterWriter {
     Done done;
     Stage stage = Stage::kFull;
     std::string drop_reason;  // why the payload was dropped (not kFull)
+    size_t payload_bytes = 0;  // the dropped payload's size (not kFull)
   };
 
   KafkaDeadLetterWriter(std::string instance);
