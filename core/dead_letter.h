@@ -33,7 +33,9 @@ struct DeadLetter {
   int64_t timestamp_ms = 0;
   std::string error;      // why it failed
   int attempts = 0;       // attempts made (0 for poison records)
-  std::string processor;  // empty for poison records
+  // The processor that took the record; empty for poison and unrouted
+  // records (no processor did). Written as ferry.processor either way.
+  std::string processor;
 };
 
 // Header names ferry adds to every dead letter.
@@ -44,7 +46,11 @@ inline constexpr char kHeaderError[] = "ferry.error";
 inline constexpr char kHeaderAttempts[] = "ferry.attempts";
 inline constexpr char kHeaderProcessor[] = "ferry.processor";
 inline constexpr char kHeaderInstance[] = "ferry.instance";
+// Only on a letter too big for its topic, written without parts of it.
 inline constexpr char kHeaderPayloadDropped[] = "ferry.payload.dropped";
+inline constexpr char kHeaderKeyDropped[] = "ferry.key.dropped";
+inline constexpr char kHeaderHeadersDropped[] = "ferry.headers.dropped";
+inline constexpr char kHeaderDroppedReason[] = "ferry.dropped.reason";
 
 class DeadLetterWriter {
  public:

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/event_header.h"
 
 namespace ferry {
 namespace {
@@ -128,45 +129,6 @@ const char* JsonTypeName(const json& value) {
   }
 }
 
-// proto3 `string` fields must hold UTF-8 or the Event cannot be serialized.
-bool IsValidUtf8(absl::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t extra = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= s.size()) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Overlong encodings, surrogates and values past U+10FFFF.
-    if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) ||
-        (extra == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
-
 // Per-record decoding state: the payload is parsed at most once.
 class RecordContext {
  public:
@@ -280,6 +242,13 @@ absl::Status Decoder::KeyAndType(const RawRecord& record, std::string* key,
       found == topics_.end() ? *kDefaults : found->second;
 
   RecordContext context(record);
+  // Event.topic and Event.type are proto3 strings: a worker must reject a
+  // message holding invalid UTF-8 in them, so such a record is poison. (Kafka
+  // brokers only accept ASCII topic names; the check costs nothing.)
+  if (!IsValidUtf8(record.topic)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl::CEscape(context.Where()), ": topic name is not valid UTF-8"));
+  }
   absl::Status status = context.Extract(topic.key, "key", key);
   if (!status.ok()) return status;
   status = context.Extract(topic.type, "type", type);
@@ -304,11 +273,7 @@ absl::StatusOr<v1::Event> Decoder::Decode(const RawRecord& record) const {
   event.set_key(std::move(key));
   event.set_type(std::move(type));
   event.set_payload(record.payload);
-  for (const auto& [name, value] : record.headers) {
-    v1::Header* header = event.add_headers();
-    header->set_key(name);
-    header->set_value(value);
-  }
+  for (const auto& [name, value] : record.headers) AddEventHeader(&event, name, value);
   event.set_timestamp_ms(record.timestamp_ms);
   return event;
 }
@@ -326,9 +291,7 @@ absl::StatusOr<v1::Event> Decoder::Decode(RawRecord&& record) const {
   event.set_type(std::move(type));
   event.set_payload(std::move(record.payload));
   for (auto& [name, value] : record.headers) {
-    v1::Header* header = event.add_headers();
-    header->set_key(std::move(name));
-    header->set_value(std::move(value));
+    AddEventHeader(&event, std::move(name), std::move(value));
   }
   event.set_timestamp_ms(record.timestamp_ms);
   return event;

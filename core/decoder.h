@@ -5,6 +5,9 @@
 // A record whose configured field cannot be found or parsed is poison: Decode
 // returns InvalidArgument naming the topic/partition/offset and what is
 // missing, and the caller fails it by policy (it never stalls the partition).
+// Every proto3 string of the Event is valid UTF-8, so no worker must reject
+// it: a type or topic that is not is poison; a header name that is not is
+// carried as core/event_header.h describes (sanitised key + raw_key).
 //
 // Threading: immutable after Create(); Decode is safe from any thread.
 #ifndef FERRY_CORE_DECODER_H_

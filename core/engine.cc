@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/engine_stats.h"
+#include "core/event_header.h"
 #include "core/log.h"
 #include "google/protobuf/io/coded_stream.h"
 
@@ -491,9 +492,7 @@ void Engine::SubmitPoison(const RawRecord& record, const std::string& error) {
   queued.event->set_payload(record.payload);
   queued.event->set_timestamp_ms(record.timestamp_ms);
   for (const auto& [name, value] : record.headers) {
-    v1::Header* header = queued.event->add_headers();
-    header->set_key(name);
-    header->set_value(value);
+    AddEventHeader(queued.event.get(), name, value);
   }
   ++buffered_events_;
   ++it->second.buffered;
@@ -731,7 +730,7 @@ void Engine::DeadLetterLocked(QueuedEvent queued, const std::string& topic,
   letter.key = queued.record_key;
   letter.payload = queued.event->payload();
   for (const v1::Header& header : queued.event->headers()) {
-    letter.headers.emplace_back(header.key(), header.value());
+    letter.headers.emplace_back(OriginalName(header), header.value());  // as in Kafka
   }
   letter.timestamp_ms = queued.event->timestamp_ms();
   letter.error = error;

@@ -87,55 +87,112 @@ void KafkaDeadLetterWriter::Write(DeadLetter letter, Done done) {
   auto pending = std::make_unique<Pending>();
   pending->letter = std::move(letter);
   pending->done = std::move(done);
-  Produce(std::move(pending), /*drop_payload=*/false);
+  Produce(std::move(pending));
 }
 
-void KafkaDeadLetterWriter::Produce(std::unique_ptr<Pending> pending, bool drop_payload) {
-  const DeadLetter& letter = pending->letter;
+namespace {
+
+// ferry.error is cut to this in a bare letter: the error text (a worker's
+// FAIL message among them) must not be what keeps the letter too big.
+constexpr size_t kBareErrorBytes = 256;
+
+}  // namespace
+
+RdKafka::Headers* KafkaDeadLetterWriter::HeadersFor(const Pending& pending) const {
+  const DeadLetter& letter = pending.letter;
+  const bool bare = pending.stage == Stage::kBare;
   RdKafka::Headers* headers = RdKafka::Headers::create();
-  for (const auto& [name, value] : letter.headers) headers->add(name, value);
+  if (!bare) {
+    for (const auto& [name, value] : letter.headers) headers->add(name, value);
+  }
   headers->add(kHeaderSourceTopic, letter.source_topic);
   headers->add(kHeaderSourcePartition, absl::StrCat(letter.source_partition));
   headers->add(kHeaderSourceOffset, absl::StrCat(letter.source_offset));
-  headers->add(kHeaderError, letter.error);
+  headers->add(kHeaderError, bare && letter.error.size() > kBareErrorBytes
+                                 ? letter.error.substr(0, kBareErrorBytes)
+                                 : letter.error);
   headers->add(kHeaderAttempts, absl::StrCat(letter.attempts));
-  if (!letter.processor.empty()) headers->add(kHeaderProcessor, letter.processor);
+  headers->add(kHeaderProcessor, letter.processor);  // on every dead letter, maybe empty
   headers->add(kHeaderInstance, instance_);
-  if (drop_payload) headers->add(kHeaderPayloadDropped, "true");
-
-  const std::string topic = letter.dead_letter_topic;
-  const int64_t timestamp_ms = letter.timestamp_ms;
-  // An emptied payload marks the letter as "already sent without payload".
-  if (drop_payload) pending->letter.payload.clear();
-  void* key = letter.key ? const_cast<char*>(letter.key->data()) : nullptr;
-  const size_t key_size = letter.key ? letter.key->size() : 0;
-  void* payload = drop_payload ? nullptr : const_cast<char*>(letter.payload.data());
-  const size_t payload_size = drop_payload ? 0 : letter.payload.size();
-  // RK_MSG_COPY copies the bytes during the call. Once it succeeds the
-  // delivery report owns `raw` (and may run at once on the poll thread), so
-  // nothing below touches it unless produce failed.
-  Pending* raw = pending.release();
-  const RdKafka::ErrorCode code = producer_->produce(
-      topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY, payload, payload_size,
-      key, key_size, timestamp_ms, headers, raw);
-  if (code != RdKafka::ERR_NO_ERROR) {
-    delete headers;  // not taken over on failure
-    std::unique_ptr<Pending> failed(raw);
-    absl::MutexLock lock(&mu_);
-    failed_.emplace_back(std::move(failed->done),
-                         KafkaErrorToStatus(code, absl::StrCat("dead letter to ", topic)));
+  if (pending.stage != Stage::kFull) {
+    headers->add(kHeaderPayloadDropped, "true");
+    headers->add(kHeaderDroppedReason, pending.drop_reason);
   }
+  if (bare) {
+    headers->add(kHeaderKeyDropped, "true");
+    headers->add(kHeaderHeadersDropped, "true");
+  }
+  return headers;
+}
+
+void KafkaDeadLetterWriter::Produce(std::unique_ptr<Pending> pending) {
+  // Too big is permanent for one letter, so each stage drops more (payload;
+  // then key, the original headers and most of the error) rather than
+  // retrying what cannot succeed. Synchronous errors (the letter is over the
+  // producer's message.max.bytes) take this loop; the broker's own limit
+  // comes back in a delivery report, which calls Produce again.
+  for (;;) {
+    const DeadLetter& letter = pending->letter;
+    const bool keep_payload = pending->stage == Stage::kFull;
+    const bool keep_key = pending->stage != Stage::kBare && letter.key.has_value();
+    RdKafka::Headers* headers = HeadersFor(*pending);
+    const std::string topic = letter.dead_letter_topic;
+    void* key = keep_key ? const_cast<char*>(letter.key->data()) : nullptr;
+    const size_t key_size = keep_key ? letter.key->size() : 0;
+    void* payload = keep_payload ? const_cast<char*>(letter.payload.data()) : nullptr;
+    const size_t payload_size = keep_payload ? letter.payload.size() : 0;
+    // RK_MSG_COPY copies the bytes during the call. Once it succeeds the
+    // delivery report owns `raw` (and may run at once on the poll thread),
+    // so nothing below touches it unless produce failed.
+    Pending* raw = pending.release();
+    const RdKafka::ErrorCode code = producer_->produce(
+        topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY, payload,
+        payload_size, key, key_size, letter.timestamp_ms, headers, raw);
+    if (code == RdKafka::ERR_NO_ERROR) return;
+    delete headers;  // not taken over on failure
+    pending.reset(raw);
+    if (code == RdKafka::ERR_MSG_SIZE_TOO_LARGE &&
+        ShrinkAfterTooLarge(*pending, "the producer's message.max.bytes")) {
+      continue;
+    }
+    absl::MutexLock lock(&mu_);
+    failed_.emplace_back(std::move(pending->done),
+                         KafkaErrorToStatus(code, absl::StrCat("dead letter to ", topic)));
+    return;
+  }
+}
+
+bool KafkaDeadLetterWriter::ShrinkAfterTooLarge(Pending& pending, const char* why) {
+  if (pending.stage == Stage::kBare) return false;
+  DeadLetter& letter = pending.letter;
+  if (pending.stage == Stage::kFull) {
+    pending.stage = Stage::kNoPayload;
+    pending.payload_bytes = letter.payload.size();
+    std::string().swap(letter.payload);  // not sent again: free it now
+    pending.drop_reason = absl::StrCat("too large: with its ", pending.payload_bytes,
+                                       "-byte payload the letter is over ", why);
+  } else {
+    pending.stage = Stage::kBare;
+    size_t header_bytes = 0;
+    for (const auto& [name, value] : letter.headers) header_bytes += name.size() + value.size();
+    pending.drop_reason = absl::StrCat(
+        "too large: even without its ", pending.payload_bytes, "-byte payload (key ",
+        letter.key ? letter.key->size() : 0, " bytes, ", letter.headers.size(), " headers of ",
+        header_bytes, " bytes, error ", letter.error.size(), " bytes) the letter is over ", why);
+  }
+  LogWarn("dead-letter", "record from ", letter.source_topic, "/", letter.source_partition, "@",
+          letter.source_offset, " is too big for ", letter.dead_letter_topic, "; writing it ",
+          pending.stage == Stage::kNoPayload ? "without its payload"
+                                             : "without its payload, key and headers");
+  return true;
 }
 
 void KafkaDeadLetterWriter::OnDelivery(RdKafka::Message& message) {
   std::unique_ptr<Pending> pending(static_cast<Pending*>(message.msg_opaque()));
   if (pending == nullptr) return;
-  if (message.err() == RdKafka::ERR_MSG_SIZE_TOO_LARGE && !pending->letter.payload.empty()) {
-    LogWarn("dead-letter", "record from ", pending->letter.source_topic, "/",
-            pending->letter.source_partition, "@", pending->letter.source_offset,
-            " is too big for ", pending->letter.dead_letter_topic,
-            "; writing it without its payload");
-    Produce(std::move(pending), /*drop_payload=*/true);
+  if (message.err() == RdKafka::ERR_MSG_SIZE_TOO_LARGE &&
+      ShrinkAfterTooLarge(*pending, "the broker's limit for the topic")) {
+    Produce(std::move(pending));
     return;
   }
   pending->done(KafkaErrorToStatus(

@@ -2,8 +2,15 @@
 // no loss (acks=all, idempotence on), and reports each write's outcome from
 // its delivery report.
 //
-// A record too big for the dead-letter topic is written again without its
-// payload (header ferry.payload.dropped=true) rather than blocking forever.
+// A letter too big for the dead-letter topic (the producer's
+// message.max.bytes, checked when producing, or the topic's max.message.bytes,
+// reported by the broker) is written again without its payload (headers
+// ferry.payload.dropped=true and ferry.dropped.reason), and if that is still
+// too big, also without its key and original headers (ferry.key.dropped,
+// ferry.headers.dropped) and with ferry.error cut to 256 bytes, rather than
+// blocking its partition. Only when even that letter is too big is the write
+// reported failed (the engine retries it: the topic's limit must be raised).
+// Other errors are reported as they are (transient ones are retried).
 //
 // Threading: Write from any thread (never calls `done` inline); one internal
 // thread serves delivery reports. Stop flushes (bounded) and joins.
@@ -43,14 +50,23 @@ class KafkaDeadLetterWriter final : public DeadLetterWriter {
 
  private:
   class DeliveryHandler;
+  // How much of the record a letter still carries.
+  enum class Stage { kFull, kNoPayload, kBare };
   struct Pending {
     DeadLetter letter;
     Done done;
+    Stage stage = Stage::kFull;
+    std::string drop_reason;  // why the payload was dropped (not kFull)
+    size_t payload_bytes = 0;  // the dropped payload's size (not kFull)
   };
 
   KafkaDeadLetterWriter(std::string instance);
   // Produces; on a local error queues the failure for the poll thread.
-  void Produce(std::unique_ptr<Pending> pending, bool drop_payload);
+  void Produce(std::unique_ptr<Pending> pending);
+  RdKafka::Headers* HeadersFor(const Pending& pending) const;
+  // After MSG_SIZE_TOO_LARGE (`why`: whose limit): moves to the next smaller
+  // stage; false when there is none.
+  bool ShrinkAfterTooLarge(Pending& pending, const char* why);
   void OnDelivery(RdKafka::Message& message);
   void Run();
 

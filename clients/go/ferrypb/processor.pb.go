@@ -98,13 +98,18 @@ func (Result_Status) EnumDescriptor() ([]byte, []int) {
 	return file_ferry_v1_processor_proto_rawDescGZIP(), []int{7, 0}
 }
 
-// A Kafka record header, passed through unchanged.
+// A Kafka record header. Kafka header names are bytes, `key` is a string:
+// a name that is valid UTF-8 is passed through unchanged in `key`; any other
+// name arrives as `key` = the name with each invalid byte replaced by U+FFFD,
+// and `raw_key` = the name's original bytes.
 type Header struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Header name.
+	// Header name (always valid UTF-8; see raw_key).
 	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	// Header value (raw bytes; may be empty).
-	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Value []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// The original name, set only when it is not valid UTF-8 (empty otherwise).
+	RawKey        []byte `protobuf:"bytes,3,opt,name=raw_key,json=rawKey,proto3" json:"raw_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -149,6 +154,13 @@ func (x *Header) GetKey() string {
 func (x *Header) GetValue() []byte {
 	if x != nil {
 		return x.Value
+	}
+	return nil
+}
+
+func (x *Header) GetRawKey() []byte {
+	if x != nil {
+		return x.RawKey
 	}
 	return nil
 }
@@ -806,10 +818,11 @@ var File_ferry_v1_processor_proto protoreflect.FileDescriptor
 
 const file_ferry_v1_processor_proto_rawDesc = "" +
 	"\n" +
-	"\x18ferry/v1/processor.proto\x12\bferry.v1\"0\n" +
+	"\x18ferry/v1/processor.proto\x12\bferry.v1\"I\n" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xad\x02\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x17\n" +
+	"\araw_key\x18\x03 \x01(\fR\x06rawKey\"\xad\x02\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1c\n" +
