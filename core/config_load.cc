@@ -1,6 +1,7 @@
 // Loading a config file and the checks that go beyond its text (the part of
 // core/config.h that touches files and librdkafka); ParseConfig is in
 // config.cc.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/config.h"
 #include "core/config_files.h"
@@ -19,6 +21,14 @@ namespace {
 std::string LocationOf(const Config& config, const std::string& setting) {
   auto it = config.locations.find(setting);
   return it != config.locations.end() ? it->second : "";
+}
+
+// The line of a `<file>:<line>` location (0 when there is none).
+int LineOf(const std::string& location) {
+  int line = 0;
+  const size_t colon = location.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(location.substr(colon + 1), &line)) return 0;
+  return line;
 }
 
 void AddTlsFiles(const Config& config, const TlsFiles& tls, const std::string& path,
@@ -82,6 +92,10 @@ absl::Status CheckConfigReferences(const Config& config) {
     AddTlsFiles(config, config.processors[i].tls, absl::StrCat("processors[", i, "].tls"),
                 "ca_file", &files);
   }
+  // The first problem in the file's order (config.locations is by key).
+  std::stable_sort(files.begin(), files.end(), [](const NamedFile& a, const NamedFile& b) {
+    return LineOf(a.location) < LineOf(b.location);
+  });
   for (const NamedFile& file : files) {
     status = CheckNamedFile(file);
     if (!status.ok()) return status;
