@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "core/yaml_limits.h"
 
 namespace ferry {
 namespace {
@@ -1419,8 +1420,12 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
                                      "a ferry config is a few kilobytes"));
   }
   try {
-    std::vector<YAML::Node> documents =
-        YAML::LoadAll(std::string(yaml_text));
+    const std::string text(yaml_text);
+    if (const int line = LineOverYamlValueLimit(text, kMaxConfigValues); line > 0) {
+      return parser.Error(line, "", absl::StrCat("more than ", kMaxConfigValues,
+                                                 " YAML values; a ferry config has hundreds"));
+    }
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
     if (documents.size() > 1) {
       return parser.Error(LineOf(documents[1], 1), "",
                           absl::StrCat("expected one YAML document, found ",

@@ -249,6 +249,8 @@ struct Config {
 // parsing: a pathological file must be refused, not parsed into hundreds of
 // megabytes (yaml-cpp holds about 100 bytes per byte of YAML).
 inline constexpr int64_t kMaxConfigFileBytes = int64_t{1} << 20;
+// Scalars, lists and maps, counted before the tree is built.
+inline constexpr size_t kMaxConfigValues = 100000;
 inline constexpr size_t kMaxTopics = 1000;
 inline constexpr size_t kMaxProcessors = 256;
 

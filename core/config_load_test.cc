@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/config.h"
 #include "gmock/gmock.h"
@@ -159,6 +160,30 @@ TEST(ConfigLoadTest, TooManyTopicsOrProcessorsAreRefused) {
   EXPECT_EQ(std::string(config.status().message()),
             absl::StrCat("f.yaml:4: processors: ", kMaxProcessors + 1, " processors; at most ",
                          kMaxProcessors, " are supported"));
+}
+
+TEST(ConfigLoadTest, TooManyYamlValuesAreRefusedBeforeTheTreeIsBuilt) {
+  // Under 1 MiB, but ~500k values: yaml-cpp's tree of it took 240 MB.
+  std::string yaml = "processors:\n  - name: d\n    target: ipv4:127.0.0.1:1\ntopics:\n  [";
+  for (size_t i = 0; i < kMaxConfigValues; ++i) yaml += "a,\n";
+  yaml += "a]\n";
+  ASSERT_LT(yaml.size(), static_cast<size_t>(kMaxConfigFileBytes));
+  // 4 values before the list (map, 3 scalars and the key `processors`...):
+  // the limit is crossed inside the list, on a line of its own.
+  const std::string message(ParseConfig(yaml, "f.yaml").status().message());
+  EXPECT_THAT(message, testing::MatchesRegex(absl::StrCat(
+                           "f\\.yaml:[0-9]+: more than ", kMaxConfigValues,
+                           " YAML values; a ferry config has hundreds")));
+  int line = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(message.substr(7, message.find(':', 7) - 7), &line)) << message;
+  EXPECT_GT(line, 5);
+  EXPECT_LT(line, 5 + static_cast<int>(kMaxConfigValues));
+  // A big but sane config (1,000 topics with settings) is well under it.
+  std::string many = "processors:\n  - name: d\n    target: ipv4:127.0.0.1:1\ntopics:\n";
+  for (size_t i = 0; i < kMaxTopics; ++i) {
+    absl::StrAppend(&many, "  - {name: t", i, ", ordering: key, key: header:k, delay: 1s}\n");
+  }
+  EXPECT_TRUE(ParseConfig(many, "f.yaml").ok());
 }
 
 TEST(ConfigLoadTest, LocationsAndLocateConfigError) {
