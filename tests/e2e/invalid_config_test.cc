@@ -153,6 +153,25 @@ TEST_F(InvalidConfigTest, CheckConfigNamesTheLineOfAMissingTokenFile) {
                                           "/nonexistent/ferry/token: No such file or directory")));
 }
 
+TEST_F(InvalidConfigTest, CheckConfigNamesTheLineOfATlsFileThatIsNotPem) {
+  // Readable and not empty, so only the PEM reader at startup finds it wrong.
+  const std::string not_pem = TempPath("not-pem.crt");
+  WriteFile(not_pem, "this is not a certificate\n");
+  const auto [exit_code, log] = CheckConfig("check_pem",
+                                            "topics:\n"
+                                            "  - name: events\n"
+                                            "processors:\n"
+                                            "  - name: default\n"
+                                            "    target: ipv4:127.0.0.1:1\n"
+                                            "server:\n"
+                                            "  tls:\n"
+                                            "    cert_file: " + not_pem + "\n"
+                                            "    key_file: " + not_pem + "\n");
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_THAT(log, HasSubstr(absl::StrCat(TempPath("check_pem.yaml"), ":8: server.tls.cert_file: ",
+                                          not_pem, " holds no PEM certificate")));
+}
+
 TEST_F(InvalidConfigTest, CheckConfigRefusesAnOversizedFile) {
   // 5 MiB, 300k+ topics: the file that took 586 MB to parse.
   std::string yaml = "processors:\n  - name: default\n    target: ipv4:127.0.0.1:1\ntopics:\n";
