@@ -268,7 +268,7 @@ def start_worker(kind: str, out: Path, name: str, work_us: int = 0,
                 f"--stats={stats}", "--max_in_flight=256",
                 f"--handler_threads={handler_threads or 2}", f"--work_us={work_us}"] + (extra or [])
     elif kind == "python":
-        argv = [str(TOOLS["python"]), "-m", "ferry.examples.worker", "--listen=127.0.0.1:0",
+        argv = [str(TOOLS["python"]), "-m", "ferry_worker.examples.worker", "--listen=127.0.0.1:0",
                 f"--port_file={port_file}", "--max_in_flight=256",
                 f"--concurrency={handler_threads or 4}", f"--work_us={work_us}"]
     elif kind == "go":

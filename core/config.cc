@@ -2,12 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -28,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "core/yaml_limits.h"
 
 namespace ferry {
 namespace {
@@ -50,6 +49,13 @@ class Parser {
   }
 
   absl::Status Parse(const YAML::Node& root, Config* config);
+
+  // Config::locations: `<source>:<line>` of the settings Locate recorded.
+  std::map<std::string, std::string> Locations() const {
+    std::map<std::string, std::string> out;
+    for (const auto& [path, line] : lines_) out[path] = absl::StrCat(source_, ":", line);
+    return out;
+  }
 
  private:
   using FieldFn = std::function<absl::Status(
@@ -123,6 +129,9 @@ class Parser {
                       int line, bool server, TlsFiles* out) const;
 
   std::string source_;
+  // Lines of settings checked after parsing (kafka.*, files), by path.
+  mutable std::map<std::string, int> lines_;
+  void Locate(const std::string& path, int line) const { lines_[path] = line; }
   // Lines of each topic's keys, for errors found after parsing (in
   // topics order).
   struct TopicLines {
@@ -598,6 +607,7 @@ absl::Status Parser::ParseKafka(const YAML::Node& node, int line,
             GetScalar(value, path, value_line, absl::StrCat(key, ": <value>"),
                       &text);
         if (!status.ok()) return status;
+        Locate(path, value_line);
         if (IsPlainScalar(value)) {
           // YAML booleans in any case go to librdkafka as true/false.
           const std::string lower = absl::AsciiStrToLower(text);
@@ -702,6 +712,10 @@ absl::Status Parser::ParseTopics(const YAML::Node& node, int line,
                  absl::StrCat("expected a list of topics (`- name: orders`), "
                               "got ",
                               Describe(node)));
+  }
+  if (node.size() > kMaxTopics) {
+    return Error(line, path, absl::StrCat(node.size(), " topics; at most ", kMaxTopics,
+                                          " are supported"));
   }
   std::map<std::string, size_t> seen;
   size_t i = 0;
@@ -873,6 +887,10 @@ absl::Status Parser::ParseProcessors(const YAML::Node& node, int line,
                  absl::StrCat("expected a list of processors (`- name: ...`), "
                               "got ",
                               Describe(node)));
+  }
+  if (node.size() > kMaxProcessors) {
+    return Error(line, path, absl::StrCat(node.size(), " processors; at most ",
+                                          kMaxProcessors, " are supported"));
   }
   std::map<std::string, size_t> names;
   // Event type -> index of the processor that claimed it.
@@ -1067,6 +1085,7 @@ absl::Status Parser::Parse(const YAML::Node& root, Config* config) {
               [&](const std::string& k, const std::string& p, int,
                   const YAML::Node& v, int l) -> absl::Status {
                 if (k == "token_file") {
+                  Locate(p, l);
                   return GetNonEmptyString(v, p, l,
                                            "token_file: /etc/ferry/token/token",
                                            &config->control_token_file);
@@ -1357,6 +1376,7 @@ absl::Status Parser::GetTls(const YAML::Node& node, const std::string& path,
                              : k == "key_file"  ? &out->key_file
                              : k == "server_name" ? &out->server_name
                                                   : &out->ca_file;
+        if (k != "server_name") Locate(p, l);
         return GetNonEmptyString(v, p, l, absl::StrCat(k, ": /etc/ferry/tls/", k == "key_file" ? "tls.key" : k == "cert_file" ? "tls.crt" : "ca.crt"),
                                  field);
       });
@@ -1390,9 +1410,22 @@ int AutoLaneCount(const std::vector<ProcessorConfig>& processors) {
 absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
                                    absl::string_view source_name) {
   Parser parser(source_name);
+  if (yaml_text.size() > static_cast<size_t>(kMaxConfigFileBytes)) {
+    // The line where the limit is crossed, so the operator sees where the
+    // file went wrong (a generated list, a pasted blob).
+    const absl::string_view kept = yaml_text.substr(0, kMaxConfigFileBytes);
+    return parser.Error(1 + static_cast<int>(std::count(kept.begin(), kept.end(), '\n')), "",
+                        absl::StrCat("the configuration is over the limit of ",
+                                     kMaxConfigFileBytes, " bytes (1 MiB) here; "
+                                     "a ferry config is a few kilobytes"));
+  }
   try {
-    std::vector<YAML::Node> documents =
-        YAML::LoadAll(std::string(yaml_text));
+    const std::string text(yaml_text);
+    if (const int line = LineOverYamlValueLimit(text, kMaxConfigValues); line > 0) {
+      return parser.Error(line, "", absl::StrCat("more than ", kMaxConfigValues,
+                                                 " YAML values; a ferry config has hundreds"));
+    }
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
     if (documents.size() > 1) {
       return parser.Error(LineOf(documents[1], 1), "",
                           absl::StrCat("expected one YAML document, found ",
@@ -1403,6 +1436,7 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
     absl::Status status =
         parser.Parse(documents.empty() ? YAML::Node() : documents[0], &config);
     if (!status.ok()) return status;
+    config.locations = parser.Locations();
     return config;
   } catch (const YAML::Exception& e) {
     const int line = e.mark.line >= 0 ? e.mark.line + 1 : 1;
@@ -1413,50 +1447,6 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
     return absl::InvalidArgumentError(absl::StrCat(
         source_name, ": cannot parse configuration: ", e.what()));
   }
-}
-
-absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    const int err = errno;
-    return absl::NotFoundError(absl::StrCat("cannot read config file ", path,
-                                            ": ", std::strerror(err)));
-  }
-  std::string contents;
-  char buffer[16384];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
-    contents.append(buffer, n);
-  }
-  const bool failed = std::ferror(file) != 0;
-  const int err = errno;
-  std::fclose(file);
-  if (failed) {
-    return absl::NotFoundError(absl::StrCat("cannot read config file ", path,
-                                            ": ", std::strerror(err)));
-  }
-  return ParseConfig(contents, path);
-}
-
-std::string EmbeddedDefaultConfigYaml() {
-  return R"yaml(# ferry's built-in demo configuration (used when no --config is given).
-#
-# There is no kafka.bootstrap.servers, so ferry starts an in-process mock Kafka
-# cluster and consumes from it; point a worker at 127.0.0.1:50051 to try it out.
-kafka:
-  group.id: ferry-demo
-topics:
-  - name: events
-    ordering: key
-processors:
-  - name: default
-    target: ipv4:127.0.0.1:50051
-    streams: 2
-embedded:
-  partitions: 8
-log:
-  progress_interval: 2s
-)yaml";
 }
 
 }  // namespace ferry

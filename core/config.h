@@ -237,7 +237,22 @@ struct Config {
 
   // True when ferry should start the in-process mock cluster.
   bool UsesEmbeddedCluster() const { return kafka.count("bootstrap.servers") == 0; }
+
+  // Where settings were written, `<file>:<line>` by dotted key, for the
+  // settings checked after parsing: every `kafka.*` key and every setting
+  // that names a file (control.token_file, server.tls.cert_file,
+  // processors[0].tls.ca_file, ...). See LocateConfigError.
+  std::map<std::string, std::string> locations = {};
 };
+
+// Limits on what a config may hold, checked before (file size) and while
+// parsing: a pathological file must be refused, not parsed into hundreds of
+// megabytes (yaml-cpp holds about 100 bytes per byte of YAML).
+inline constexpr int64_t kMaxConfigFileBytes = int64_t{1} << 20;
+// Scalars, lists and maps, counted before the tree is built.
+inline constexpr size_t kMaxConfigValues = 100000;
+inline constexpr size_t kMaxTopics = 1000;
+inline constexpr size_t kMaxProcessors = 256;
 
 // Parses YAML text. `source_name` (usually the file path) prefixes errors.
 // Errors are InvalidArgument with a message like
@@ -245,8 +260,23 @@ struct Config {
 absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
                                    absl::string_view source_name);
 
-// Reads and parses a file. NotFound if it cannot be read.
+// Reads and parses a file, then runs CheckConfigReferences. NotFound if it
+// cannot be read; InvalidArgument (with the line where the limit is crossed)
+// if it is bigger than kMaxConfigFileBytes, which is checked before parsing.
 absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+
+// What ParseConfig cannot check from the text alone (it touches no file and
+// no library, so that it stays a pure function of its input): every `kafka:`
+// property is one librdkafka accepts, and every file a setting names can be
+// read and is neither empty nor over 1 MiB. Errors carry the setting's file
+// and line: `ferry.yaml:146: control.token_file: cannot read /x: ...`.
+absl::Status CheckConfigReferences(const Config& config);
+
+// `status` with the config file and line of the setting it names prefixed,
+// when its message starts with a setting in config.locations (e.g. the
+// `server.tls.cert_file: ... holds no PEM certificate` of a reader that
+// runs at startup); otherwise `status` unchanged.
+absl::Status LocateConfigError(const Config& config, const absl::Status& status);
 
 // The configuration ferry runs with when started with no --config: the
 // embedded mock cluster, one topic `events`, one processor at 127.0.0.1:50051.

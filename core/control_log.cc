@@ -96,10 +96,10 @@ absl::StatusOr<std::unique_ptr<ControlLog>> ControlLog::Create(const Config& con
       properties["fetch.wait.max.ms"] = "50";
     }
     for (const auto& [name, value] : properties) {
-      if (conf->set(name, value, error) != RdKafka::Conf::CONF_OK) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "kafka.", name, ": the control-topic client rejected \"", value, "\": ", error));
-      }
+      absl::Status set = KafkaConfResultToStatus(
+          conf->set(name, value, error), error,
+          absl::StrCat("kafka.", name, " (control-topic client)"), value);
+      if (!set.ok()) return set;
     }
     if (producer && conf->set("dr_cb", &SharedDeliveryHandler(), error) != RdKafka::Conf::CONF_OK) {
       return absl::InternalError(error);

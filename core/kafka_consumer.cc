@@ -163,10 +163,9 @@ absl::StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(const Confi
   properties["enable.auto.commit"] = "false";
   properties["enable.auto.offset.store"] = "false";
   for (const auto& [name, value] : properties) {
-    if (conf->set(name, value, error) != RdKafka::Conf::CONF_OK) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("kafka.", name, ": librdkafka rejected \"", value, "\": ", error));
-    }
+    absl::Status set = KafkaConfResultToStatus(conf->set(name, value, error), error,
+                                               absl::StrCat("kafka.", name), value);
+    if (!set.ok()) return set;
   }
   if (conf->set("rebalance_cb", self->rebalance_handler_.get(), error) != RdKafka::Conf::CONF_OK ||
       conf->set("event_cb", self->event_handler_.get(), error) != RdKafka::Conf::CONF_OK) {

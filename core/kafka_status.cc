@@ -1,8 +1,27 @@
 #include "core/kafka_status.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace ferry {
+namespace {
+
+// librdkafka's reasons may quote the value as written; a newline in it must
+// not start a forged line in ferry's log.
+std::string EscapeControlCharacters(absl::string_view text) {
+  std::string out;
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += absl::CEscape(absl::string_view(&c, 1));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::Status KafkaErrorToStatus(RdKafka::ErrorCode code, absl::string_view context) {
   if (code == RdKafka::ERR_NO_ERROR) return absl::OkStatus();
@@ -29,6 +48,23 @@ absl::Status KafkaErrorToStatus(RdKafka::ErrorCode code, absl::string_view conte
   }
 }
 
+absl::Status KafkaConfResultToStatus(RdKafka::Conf::ConfResult result, absl::string_view error,
+                                     absl::string_view context, absl::string_view value) {
+  switch (result) {
+    case RdKafka::Conf::CONF_OK:
+      return absl::OkStatus();
+    case RdKafka::Conf::CONF_UNKNOWN:
+      return absl::InvalidArgumentError(
+          absl::StrCat(context, ": not a librdkafka property (", EscapeControlCharacters(error),
+                       "); see CONFIGURATION.md of librdkafka 2.0.2 for the names"));
+    case RdKafka::Conf::CONF_INVALID:
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(context, ": librdkafka rejects \"", value,
+                       "\": ", EscapeControlCharacters(error)));
+  }
+}
+
 bool IsConsumerOnlyProperty(const std::string& name) {
   static const char* const kConsumerOnly[] = {
       "group.id", "group.instance.id", "session.timeout.ms", "heartbeat.interval.ms",
@@ -43,6 +79,5 @@ bool IsConsumerOnlyProperty(const std::string& name) {
   }
   return false;
 }
-
 
 }  // namespace ferry

@@ -17,6 +17,13 @@ namespace ferry {
 
 absl::Status KafkaErrorToStatus(RdKafka::ErrorCode code, absl::string_view context);
 
+// The result of RdKafka::Conf::set for `value` (as it should be quoted in
+// the message): OK, or InvalidArgument
+//   `<context>: librdkafka rejects "<value>": <librdkafka's reason>`
+// for an unknown property or a value librdkafka refuses.
+absl::Status KafkaConfResultToStatus(RdKafka::Conf::ConfResult result, absl::string_view error,
+                                     absl::string_view context, absl::string_view value);
+
 // True for librdkafka properties only a consumer understands; ferry's
 // producers (dead letters, control topic) leave them out of the `kafka:` map
 // they share with the consumer, so librdkafka does not warn about them.

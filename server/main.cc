@@ -164,14 +164,15 @@ int Run(int argc, char** argv) {
   absl::StatusOr<std::string> control_token = ReadControlToken(config.control_token_file);
   if (!control_token.ok()) {
     std::fprintf(stderr, "ferry: invalid config: %s\n",
-                 std::string(control_token.status().message()).c_str());
+                 std::string(LocateConfigError(config, control_token.status()).message()).c_str());
     return kExitConfigError;
   }
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
       ServerCredentialsFor(config.server_tls, "server.tls");
   if (!server_credentials.ok()) {
     std::fprintf(stderr, "ferry: invalid config: %s\n",
-                 std::string(server_credentials.status().message()).c_str());
+                 std::string(LocateConfigError(config, server_credentials.status()).message())
+                     .c_str());
     return kExitConfigError;
   }
   if (absl::GetFlag(FLAGS_check_config)) {

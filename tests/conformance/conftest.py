@@ -4,7 +4,7 @@ real processes on 127.0.0.1, for every worker implementation.
 Implementations (the `impl` fixture, one run of every scenario each), all
 started with the same command-line contract (README.md):
   cpp     bazel-bin/clients/cpp/examples/example_worker (the C++ SDK)
-  python  python -m ferry.examples.worker (clients/python, the Python SDK)
+  python  python -m ferry_worker.examples.worker (clients/python, the Python SDK)
   go      clients/go/cmd/example-worker, built into a temp dir (the Go SDK)
   plain   clients/plain-grpc/plain_worker.py (no SDK: the generated stubs only)
 
@@ -260,7 +260,7 @@ class Scenario:
         if self.impl == "cpp":
             return [str(CPP_WORKER)]
         if self.impl == "python":
-            return [sys.executable, "-m", "ferry.examples.worker"]
+            return [sys.executable, "-m", "ferry_worker.examples.worker"]
         if self.impl == "go":
             return [str(self.go_worker)]
         if self.impl == "plain":

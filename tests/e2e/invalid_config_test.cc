@@ -12,7 +12,9 @@
 namespace ferry::testing {
 namespace {
 
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class InvalidConfigTest : public ::testing::Test {
  protected:
@@ -98,6 +100,87 @@ TEST_F(InvalidConfigTest, PropertyLibrdkafkaRejectsIsNamed) {
   EXPECT_EQ(exit_code, 2);
   EXPECT_THAT(log, HasSubstr("kafka.fetch.wait.max.msx"));
   ExpectNothingCommitted("bad-3");
+}
+
+// `ferry --check_config` on FILE: exit code and output.
+std::pair<int, std::string> CheckConfig(const std::string& name, const std::string& yaml) {
+  const std::string path = TempPath(name + ".yaml");
+  WriteFile(path, yaml);
+  Subprocess ferry = Subprocess::Start({"server/ferry", "--check_config", "--config=" + path},
+                                       TempPath(name + ".log"))
+                         .value();
+  absl::StatusOr<int> exit = ferry.Wait(absl::Seconds(30));
+  EXPECT_TRUE(exit.ok()) << "ferry --check_config did not finish:\n" << ferry.Log();
+  return {exit.value_or(-1), ferry.Log()};
+}
+
+TEST_F(InvalidConfigTest, CheckConfigRejectsKafkaPropertiesLibrdkafkaRejectsWithTheirLine) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"session.timeout.ms: banana", "kafka.session.timeout.ms: librdkafka rejects \"banana\""},
+      {"auto.offset.reset: sideways", "kafka.auto.offset.reset: librdkafka rejects \"sideways\""},
+      {"bogus.property: 1", "kafka.bogus.property: not a librdkafka property"},
+  };
+  int n = 0;
+  for (const auto& [line, error] : cases) {
+    const std::string name = absl::StrCat("check_kafka_", n++);
+    const auto [exit_code, log] = CheckConfig(name,
+                                              "kafka:\n"
+                                              "  bootstrap.servers: 127.0.0.1:1\n"
+                                              "  " + line + "\n"
+                                              "topics:\n"
+                                              "  - name: events\n"
+                                              "processors:\n"
+                                              "  - name: default\n"
+                                              "    target: ipv4:127.0.0.1:1\n");
+    EXPECT_EQ(exit_code, 2) << line;
+    EXPECT_THAT(log, HasSubstr(absl::StrCat(TempPath(name + ".yaml"), ":3: ", error))) << line;
+    EXPECT_THAT(log, Not(HasSubstr("config OK"))) << line;
+  }
+}
+
+TEST_F(InvalidConfigTest, CheckConfigNamesTheLineOfAMissingTokenFile) {
+  const auto [exit_code, log] = CheckConfig("check_token",
+                                            "topics:\n"
+                                            "  - name: events\n"
+                                            "processors:\n"
+                                            "  - name: default\n"
+                                            "    target: ipv4:127.0.0.1:1\n"
+                                            "control:\n"
+                                            "  token_file: /nonexistent/ferry/token\n");
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_THAT(log, HasSubstr(absl::StrCat(TempPath("check_token.yaml"),
+                                          ":7: control.token_file: cannot read "
+                                          "/nonexistent/ferry/token: No such file or directory")));
+}
+
+TEST_F(InvalidConfigTest, CheckConfigNamesTheLineOfATlsFileThatIsNotPem) {
+  // Readable and not empty, so only the PEM reader at startup finds it wrong.
+  const std::string not_pem = TempPath("not-pem.crt");
+  WriteFile(not_pem, "this is not a certificate\n");
+  const auto [exit_code, log] = CheckConfig("check_pem",
+                                            "topics:\n"
+                                            "  - name: events\n"
+                                            "processors:\n"
+                                            "  - name: default\n"
+                                            "    target: ipv4:127.0.0.1:1\n"
+                                            "server:\n"
+                                            "  tls:\n"
+                                            "    cert_file: " + not_pem + "\n"
+                                            "    key_file: " + not_pem + "\n");
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_THAT(log, HasSubstr(absl::StrCat(TempPath("check_pem.yaml"), ":8: server.tls.cert_file: ",
+                                          not_pem, " holds no PEM certificate")));
+}
+
+TEST_F(InvalidConfigTest, CheckConfigRefusesAnOversizedFile) {
+  // 5 MiB, 300k+ topics: the file that took 586 MB to parse.
+  std::string yaml = "processors:\n  - name: default\n    target: ipv4:127.0.0.1:1\ntopics:\n";
+  for (int i = 0; yaml.size() < (5 << 20); ++i) absl::StrAppend(&yaml, "  - name: t", i, "\n");
+  const auto [exit_code, log] = CheckConfig("check_huge", yaml);
+  EXPECT_EQ(exit_code, 2);
+  EXPECT_THAT(log, ContainsRegex(absl::StrCat(TempPath("check_huge.yaml"),
+                                              ":[0-9]+: the configuration is over the limit of "
+                                              "1048576 bytes \\(1 MiB\\)")));
 }
 
 TEST_F(InvalidConfigTest, MissingFileIsNamed) {

@@ -9,8 +9,8 @@ from typing import Dict, Iterable, Optional, Sequence
 import grpc
 import pytest
 
-from ferry.v1 import processor_pb2 as pb
-from ferry.v1 import processor_pb2_grpc as pb_grpc
+from ferry_worker.v1 import processor_pb2 as pb
+from ferry_worker.v1 import processor_pb2_grpc as pb_grpc
 
 TIMEOUT = 10.0
 
@@ -151,14 +151,14 @@ def clients():
 
 @pytest.fixture
 def workers():
-    """Starts ferry.Worker instances on 127.0.0.1:0 and stops them after the test."""
-    import ferry
+    """Starts ferry_worker.Worker instances on 127.0.0.1:0 and stops them after the test."""
+    import ferry_worker
 
     made = []
 
     def make(handler, **kwargs):
         kwargs.setdefault("name", "test-worker")
-        w = ferry.Worker(handler, **kwargs)
+        w = ferry_worker.Worker(handler, **kwargs)
         port = w.start("127.0.0.1:0")
         assert port > 0
         made.append(w)

@@ -1,4 +1,4 @@
-"""ferry.aio.Worker (asyncio form) against a real grpc.aio client stream."""
+"""ferry_worker.aio.Worker (asyncio form) against a real grpc.aio client stream."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import time
 import grpc
 from grpc import aio
 
-import ferry
-from ferry.v1 import processor_pb2 as pb
-from ferry.v1 import processor_pb2_grpc as pb_grpc
+import ferry_worker
+from ferry_worker.v1 import processor_pb2 as pb
+from ferry_worker.v1 import processor_pb2_grpc as pb_grpc
 
 from conftest import events_request
 
@@ -68,15 +68,15 @@ def test_async_results_retry_fail_and_exceptions():
     async def handle(e):
         await asyncio.sleep(0)
         if e.payload == b"retry":
-            return ferry.retry("busy", after_seconds=2)
+            return ferry_worker.retry("busy", after_seconds=2)
         if e.payload == b"fail":
-            return ferry.fail("bad")
+            return ferry_worker.fail("bad")
         if e.payload == b"raise":
             raise RuntimeError("boom")
-        return ferry.ok()
+        return ferry_worker.ok()
 
     async def main():
-        w = ferry.aio.Worker(handle, max_in_flight=8, name="aio")
+        w = ferry_worker.aio.Worker(handle, max_in_flight=8, name="aio")
         port = await w.start("127.0.0.1:0")
         c = AioClient(port)
         ready = await c.read_ready()
@@ -112,9 +112,9 @@ def test_async_cancel_cancels_the_task():
                 except asyncio.CancelledError:
                     seen["cancelled"] = w.is_cancelled(1)
                     raise
-            return ferry.ok()
+            return ferry_worker.ok()
 
-        w = ferry.aio.Worker(handle, max_in_flight=4)
+        w = ferry_worker.aio.Worker(handle, max_in_flight=4)
         port = await w.start("127.0.0.1:0")
         c = AioClient(port)
         await c.read_ready()
@@ -143,9 +143,9 @@ def test_async_concurrency_limit():
             peak = max(peak, running)
             await asyncio.sleep(0.02)
             running -= 1
-            return ferry.ok()
+            return ferry_worker.ok()
 
-        w = ferry.aio.Worker(handle, max_in_flight=16, concurrency=3)
+        w = ferry_worker.aio.Worker(handle, max_in_flight=16, concurrency=3)
         port = await w.start("127.0.0.1:0")
         c = AioClient(port)
         await c.read_ready()
@@ -167,9 +167,9 @@ def test_async_graceful_stop_and_stream_end_cancels():
             while not w.stopping:
                 await asyncio.sleep(0.001)
             await asyncio.sleep(0.05)
-            return ferry.ok()
+            return ferry_worker.ok()
 
-        w = ferry.aio.Worker(handle, max_in_flight=4)
+        w = ferry_worker.aio.Worker(handle, max_in_flight=4)
         port = await w.start("127.0.0.1:0")
         c = AioClient(port)
         await c.read_ready()
@@ -208,9 +208,9 @@ def test_async_stream_end_cancels_running_handlers():
                 assert ctx.cancelled()
                 cancelled.set()
                 raise
-            return ferry.ok()
+            return ferry_worker.ok()
 
-        w = ferry.aio.Worker(handle, max_in_flight=4)
+        w = ferry_worker.aio.Worker(handle, max_in_flight=4)
         port = await w.start("127.0.0.1:0")
         c = AioClient(port)
         await c.read_ready()

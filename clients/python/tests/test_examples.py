@@ -36,7 +36,7 @@ def _wait_for_file(path: str, proc: subprocess.Popen, timeout: float = 20) -> st
 def test_example_worker_flags_record_stats_and_sigterm(tmp_path):
     port_file, record, stats = tmp_path / "port", tmp_path / "record.tsv", tmp_path / "stats"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ferry.examples.worker", "--listen", "127.0.0.1:0",
+        [sys.executable, "-m", "ferry_worker.examples.worker", "--listen", "127.0.0.1:0",
          "--max_in_flight=5", "--name", "ex-1", "--port_file", str(port_file),
          "--record", str(record), "--stats", str(stats), "--work_us", "100",
          "--handler_threads", "2"],
@@ -79,7 +79,7 @@ def test_example_worker_flags_record_stats_and_sigterm(tmp_path):
 
 def test_example_worker_bad_listen_address_exits_1():
     proc = subprocess.run(
-        [sys.executable, "-m", "ferry.examples.worker", "--listen", "256.1.1.1:99999"],
+        [sys.executable, "-m", "ferry_worker.examples.worker", "--listen", "256.1.1.1:99999"],
         env=_env(), capture_output=True, text=True, timeout=30,
     )
     assert proc.returncode == 1, proc
@@ -91,7 +91,7 @@ def test_hello_serves_and_stops_on_sigterm():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ferry.examples.hello", f"127.0.0.1:{port}"],
+        [sys.executable, "-m", "ferry_worker.examples.hello", f"127.0.0.1:{port}"],
         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -121,7 +121,7 @@ def test_hello_serves_and_stops_on_sigterm():
 
 
 def test_hello_is_short():
-    import ferry.examples.hello as hello
+    import ferry_worker.examples.hello as hello
 
     with open(hello.__file__) as f:
         assert len(f.read().splitlines()) <= 20

@@ -1,4 +1,4 @@
-"""ferry.Worker (sync form) against a real gRPC client stream, as ferry drives it."""
+"""ferry_worker.Worker (sync form) against a real gRPC client stream, as ferry drives it."""
 
 from __future__ import annotations
 
@@ -9,42 +9,42 @@ import time
 import grpc
 import pytest
 
-import ferry
-from ferry.v1 import processor_pb2 as pb
+import ferry_worker
+from ferry_worker.v1 import processor_pb2 as pb
 
 OK, RETRY, FAIL = pb.Result.OK, pb.Result.RETRY, pb.Result.FAIL
 
 
 def test_bad_options_are_rejected():
     def h(e):
-        return ferry.ok()
+        return ferry_worker.ok()
 
     with pytest.raises(ValueError):
-        ferry.Worker(h, max_in_flight=0)
+        ferry_worker.Worker(h, max_in_flight=0)
     with pytest.raises(ValueError):
-        ferry.Worker(h, concurrency=0)
+        ferry_worker.Worker(h, concurrency=0)
     with pytest.raises(ValueError):
-        ferry.Worker(h, max_results_batch=0)
+        ferry_worker.Worker(h, max_results_batch=0)
     with pytest.raises(TypeError):
-        ferry.Worker("not callable")
+        ferry_worker.Worker("not callable")
     with pytest.raises(ValueError):
-        ferry.retry("x", after_seconds=-1)
+        ferry_worker.retry("x", after_seconds=-1)
 
 
 def test_result_helpers():
-    assert ferry.ok().status == ferry.Status.OK
-    r = ferry.retry("later", after_seconds=1.5)
-    assert (r.status, r.message, r.retry_after_ms) == (ferry.Status.RETRY, "later", 1500)
-    assert ferry.retry("x", after_seconds=datetime.timedelta(seconds=2)).retry_after_ms == 2000
-    assert ferry.retry("x", after_seconds=1e-6).retry_after_ms == 1  # rounded up
-    assert ferry.retry("x", after_seconds=0.3).retry_after_ms == 300
-    assert ferry.retry("x", after_seconds=10**9).retry_after_ms == 2**32 - 1  # clamped
-    f = ferry.fail("bad")
-    assert (f.status, f.message) == (ferry.Status.FAIL, "bad")
+    assert ferry_worker.ok().status == ferry_worker.Status.OK
+    r = ferry_worker.retry("later", after_seconds=1.5)
+    assert (r.status, r.message, r.retry_after_ms) == (ferry_worker.Status.RETRY, "later", 1500)
+    assert ferry_worker.retry("x", after_seconds=datetime.timedelta(seconds=2)).retry_after_ms == 2000
+    assert ferry_worker.retry("x", after_seconds=1e-6).retry_after_ms == 1  # rounded up
+    assert ferry_worker.retry("x", after_seconds=0.3).retry_after_ms == 300
+    assert ferry_worker.retry("x", after_seconds=10**9).retry_after_ms == 2**32 - 1  # clamped
+    f = ferry_worker.fail("bad")
+    assert (f.status, f.message) == (ferry_worker.Status.FAIL, "bad")
 
 
 def test_ready_then_results_and_credit(workers, clients):
-    w = workers(lambda e: ferry.ok(), max_in_flight=8, name="w-1")
+    w = workers(lambda e: ferry_worker.ok(), max_in_flight=8, name="w-1")
     c = clients(w.port)
     ready = c.read_ready()
     assert ready.max_in_flight == 8
@@ -61,7 +61,7 @@ def test_ready_then_results_and_credit(workers, clients):
 
 
 def test_credit_rides_in_results_when_ferry_asks(workers, clients):
-    w = workers(lambda e: ferry.ok(), max_in_flight=8)
+    w = workers(lambda e: ferry_worker.ok(), max_in_flight=8)
     c = clients(w.port, results_credit=True)
     c.read_ready()
     for first in range(1, 21, 4):
@@ -74,7 +74,7 @@ def test_credit_rides_in_results_when_ferry_asks(workers, clients):
 
 
 def test_without_the_header_credit_is_its_own_message(workers, clients):
-    w = workers(lambda e: ferry.ok(), max_in_flight=8)
+    w = workers(lambda e: ferry_worker.ok(), max_in_flight=8)
     c = clients(w.port)
     c.read_ready()
     c.send_events([1, 2, 3, 4])
@@ -91,7 +91,7 @@ def test_credit_of_cancelled_events_rides_in_an_empty_results(workers, clients):
         started.set()
         ctx.wait(10)
         release.wait(10)
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=4)
     c = clients(w.port, results_credit=True)
@@ -109,7 +109,7 @@ def test_credit_of_cancelled_events_rides_in_an_empty_results(workers, clients):
 def test_default_name_is_the_host_name(workers, clients):
     import socket
 
-    w = workers(lambda e: ferry.ok(), name=None)
+    w = workers(lambda e: ferry_worker.ok(), name=None)
     assert clients(w.port).read_ready().worker_name == socket.gethostname()
 
 
@@ -117,20 +117,20 @@ def test_outcomes_map_to_statuses(workers, clients):
     def handle(e):
         p = e.payload
         if p == b"retry":
-            return ferry.retry("later", after_seconds=1.5)
+            return ferry_worker.retry("later", after_seconds=1.5)
         if p == b"retry-default":
-            return ferry.retry("again")
+            return ferry_worker.retry("again")
         if p == b"retry-1us":
-            return ferry.retry("soon", after_seconds=0.000001)
+            return ferry_worker.retry("soon", after_seconds=0.000001)
         if p == b"fail":
-            return ferry.fail("bad record")
+            return ferry_worker.fail("bad record")
         if p == b"raise":
             raise RuntimeError("boom")
         if p == b"raise-empty":
             raise KeyError()
         if p == b"none":
             return None
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=16)
     c = clients(w.port)
@@ -147,7 +147,7 @@ def test_outcomes_map_to_statuses(workers, clients):
     assert (r[4].status, r[4].message) == (FAIL, "bad record")
     assert (r[5].status, r[5].message) == (FAIL, "boom")
     assert r[6].status == FAIL and r[6].message  # the exception type when str() is empty
-    assert r[7].status == FAIL and "ferry.Result" in r[7].message
+    assert r[7].status == FAIL and "ferry_worker.Result" in r[7].message
     assert r[8].status == OK and r[8].message == ""
 
     # Raising handlers did not kill the stream.
@@ -161,7 +161,7 @@ def test_events_of_one_message_run_concurrently(workers, clients):
 
     def handle(e):
         barrier.wait()  # breaks (FAIL) unless all three run at the same time
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=8, concurrency=3)
     c = clients(w.port)
@@ -183,7 +183,7 @@ def test_concurrency_bounds_running_handlers(workers, clients):
         time.sleep(0.02)
         with lock:
             running -= 1
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=20, concurrency=2)
     c = clients(w.port)
@@ -208,7 +208,7 @@ def test_cancel_suppresses_result_but_returns_credit(workers, clients):
             # The stream handles messages in order, so Cancel{1} was applied already.
             seen["other_ctx"] = ctx.cancelled()
             release.set()
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=4)
     c = clients(w.port)
@@ -233,7 +233,7 @@ def test_cancelled_before_start_is_skipped(workers, clients):
         if e.id == 1:
             started.set()
             release.wait(10)
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=4, concurrency=1)  # event 2 queues behind event 1
     c = clients(w.port)
@@ -251,7 +251,7 @@ def test_cancelled_before_start_is_skipped(workers, clients):
 def test_max_held_never_exceeds_credit_when_client_respects_it(workers, clients):
     credit_limit, total = 4, 300
     w = workers(
-        lambda e: ferry.retry("r") if e.id % 7 == 0 else ferry.ok(),
+        lambda e: ferry_worker.retry("r") if e.id % 7 == 0 else ferry_worker.ok(),
         max_in_flight=credit_limit,
         concurrency=3,
         max_results_batch=3,
@@ -288,7 +288,7 @@ def test_credit_violation_is_counted_and_still_processed(workers, clients):
     def handle(e):
         started.set()
         release.wait(10)
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=2)
     c = clients(w.port)
@@ -313,7 +313,7 @@ def test_stream_closed_by_ferry_drops_results_safely(workers, clients):
             started.set()
             release.wait(10)
         finished.append(e.id)
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=4, concurrency=4)
     # ferry half-closes: the worker ends the stream (OK) without waiting.
@@ -354,7 +354,7 @@ def test_graceful_stop_delivers_in_flight_result_within_grace(workers, clients):
         while not holder["w"].stopping:  # still working when stop() begins
             time.sleep(0.001)
         time.sleep(0.1)
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = holder["w"] = workers(handle, max_in_flight=4)
     c = clients(w.port)
@@ -394,7 +394,7 @@ def test_stop_refuses_new_streams_and_events_while_draining(workers, clients):
         ran.append(e.id)
         started.set()
         release.wait(10)
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=4)
     c = clients(w.port)
@@ -425,7 +425,7 @@ def test_stop_grace_expiry_ends_streams(workers, clients):
     def handle(e, ctx):
         started.set()
         release.wait(10)
-        return ferry.ok()
+        return ferry_worker.ok()
 
     w = workers(handle, max_in_flight=4)
     c = clients(w.port)
@@ -441,7 +441,7 @@ def test_stop_grace_expiry_ends_streams(workers, clients):
 
 
 def test_stop_without_start():
-    w = ferry.Worker(lambda e: ferry.ok())
+    w = ferry_worker.Worker(lambda e: ferry_worker.ok())
     w.stop(0)
     assert w.wait(0)
     with pytest.raises(RuntimeError):
@@ -449,10 +449,10 @@ def test_stop_without_start():
 
 
 def test_start_twice_and_taken_port(workers):
-    w = workers(lambda e: ferry.ok())
+    w = workers(lambda e: ferry_worker.ok())
     with pytest.raises(RuntimeError):
         w.start("127.0.0.1:0")
-    other = ferry.Worker(lambda e: ferry.ok())
+    other = ferry_worker.Worker(lambda e: ferry_worker.ok())
     with pytest.raises(OSError):
         other.start(f"127.0.0.1:{w.port}")
     other.stop(0)
@@ -465,7 +465,7 @@ def test_async_handler_on_the_sync_worker(workers, clients):
         await asyncio.sleep(0.01)
         if e.payload == b"raise":
             raise ValueError("async boom")
-        return ferry.retry("later", after_seconds=2)
+        return ferry_worker.retry("later", after_seconds=2)
 
     w = workers(handle, max_in_flight=4)
     c = clients(w.port)

@@ -1,4 +1,4 @@
-"""What a handler decides about one event: ferry.ok(), ferry.retry(), ferry.fail()."""
+"""What a handler decides about one event: ferry_worker.ok(), ferry_worker.retry(), ferry_worker.fail()."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass
 from typing import Union
 
-from ferry.v1 import processor_pb2 as pb
+from ferry_worker.v1 import processor_pb2 as pb
 
 _MAX_U32 = 2**32 - 1
 

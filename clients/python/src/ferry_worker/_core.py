@@ -37,11 +37,11 @@ from typing import Any, Callable, Optional
 import grpc
 from grpc import aio
 
-from ferry._result import Result, Status
-from ferry.v1 import processor_pb2 as pb
-from ferry.v1 import processor_pb2_grpc as pb_grpc
+from ferry_worker._result import Result, Status
+from ferry_worker.v1 import processor_pb2 as pb
+from ferry_worker.v1 import processor_pb2_grpc as pb_grpc
 
-_LOG = logging.getLogger("ferry")
+_LOG = logging.getLogger("ferry_worker")
 _SKIP = object()  # the event was not processed (cancelled / stream gone): no result
 # Call metadata by which ferry says it takes credit inside Results
 # (proto/ferry/v1/processor.proto).
@@ -115,8 +115,8 @@ def _check(value: Any) -> Result:
         )
     return Result(
         Status.FAIL,
-        f"handler returned {type(value).__name__}, not a ferry.Result "
-        "(return ferry.ok(), ferry.retry(...) or ferry.fail(...))",
+        f"handler returned {type(value).__name__}, not a ferry_worker.Result "
+        "(return ferry_worker.ok(), ferry_worker.retry(...) or ferry_worker.fail(...))",
     )
 
 

@@ -1,11 +1,11 @@
-"""ferry.aio.Worker: the asyncio form of the worker SDK (grpc.aio).
+"""ferry_worker.aio.Worker: the asyncio form of the worker SDK (grpc.aio).
 
     async def handle(event):
         await do_something(event.payload)
-        return ferry.ok()
+        return ferry_worker.ok()
 
     async def main():
-        worker = ferry.aio.Worker(handle, max_in_flight=64, concurrency=32)
+        worker = ferry_worker.aio.Worker(handle, max_in_flight=64, concurrency=32)
         port = await worker.start("0.0.0.0:50051")
         await worker.wait()          # until someone awaits worker.stop(grace)
 
@@ -21,11 +21,11 @@ from __future__ import annotations
 import logging
 from typing import Callable, Optional
 
-from ferry._core import _Core
+from ferry_worker._core import _Core
 
 
 class Worker:
-    """Same options and semantics as :class:`ferry.Worker`, with awaitable methods."""
+    """Same options and semantics as :class:`ferry_worker.Worker`, with awaitable methods."""
 
     def __init__(
         self,
@@ -51,7 +51,7 @@ class Worker:
         return await self._core.start(address)
 
     async def stop(self, grace: float = 5.0) -> None:
-        """Graceful stop (see ferry.Worker.stop); idempotent."""
+        """Graceful stop (see ferry_worker.Worker.stop); idempotent."""
         await self._core.stop(grace)
 
     async def wait(self) -> None:

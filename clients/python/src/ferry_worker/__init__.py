@@ -6,26 +6,26 @@ worker side of that protocol: it announces Ready{max_in_flight}, runs your
 handler for every Event, batches the results, returns credit, honours Cancel
 and stops gracefully.
 
-    import ferry
+    import ferry_worker
 
     def handle(event):                      # event: ferry.v1.Event
         if not event.payload:
-            return ferry.fail("empty payload")
-        return ferry.ok()                   # or ferry.retry("busy", after_seconds=5)
+            return ferry_worker.fail("empty payload")
+        return ferry_worker.ok()                   # or ferry_worker.retry("busy", after_seconds=5)
 
-    worker = ferry.Worker(handle, max_in_flight=64, concurrency=8, name="billing")
+    worker = ferry_worker.Worker(handle, max_in_flight=64, concurrency=8, name="billing")
     worker.serve("0.0.0.0:50051")           # until SIGTERM/SIGINT, then a graceful stop
 
-``ferry.aio.Worker`` is the asyncio form (``async def handle(event)``).
+``ferry_worker.aio.Worker`` is the asyncio form (``async def handle(event)``).
 """
 
 import logging
 
-from ferry._core import Context
-from ferry._result import Result, Status, fail, ok, retry
-from ferry.v1.processor_pb2 import Event, Header
-from ferry.worker import Worker
-from ferry import aio  # noqa: E402  (after Worker: aio imports the same core)
+from ferry_worker._core import Context
+from ferry_worker._result import Result, Status, fail, ok, retry
+from ferry_worker.v1.processor_pb2 import Event, Header
+from ferry_worker.worker import Worker
+from ferry_worker import aio  # noqa: E402  (after Worker: aio imports the same core)
 
 __all__ = [
     "Context",
@@ -40,4 +40,4 @@ __all__ = [
     "retry",
 ]
 
-logging.getLogger("ferry").addHandler(logging.NullHandler())
+logging.getLogger("ferry_worker").addHandler(logging.NullHandler())

@@ -1,4 +1,4 @@
-"""ferry.Worker: the blocking (thread-based) form of the worker SDK."""
+"""ferry_worker.Worker: the blocking (thread-based) form of the worker SDK."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import signal
 import threading
 from typing import Callable, Iterable, Optional
 
-from ferry._core import _Core
+from ferry_worker._core import _Core
 
 
 class Worker:
     """Serves ferry's Processor streams and runs ``handler`` for every event.
 
-    ``handler(event) -> ferry.Result`` (or ``handler(event, ctx)`` to get a
-    :class:`ferry.Context`) runs on a pool of ``concurrency`` threads, so it must
+    ``handler(event) -> ferry_worker.Result`` (or ``handler(event, ctx)`` to get a
+    :class:`ferry_worker.Context`) runs on a pool of ``concurrency`` threads, so it must
     be thread-safe; several events (also of one stream message) run at once.
     An ``async def`` handler works too: it runs on the worker's event loop,
     at most ``concurrency`` at a time.
@@ -24,7 +24,7 @@ class Worker:
       events ferry may have outstanding on one stream.
     * ``name``: sent in Ready.worker_name (default: the host name).
     * ``max_results_batch``: the most results put in one Results message.
-    * ``logger``: where the SDK logs (default ``logging.getLogger("ferry")``;
+    * ``logger``: where the SDK logs (default ``logging.getLogger("ferry_worker")``;
       nothing is logged per event at INFO).
 
     A handler that raises is reported as FAIL with the exception's message;

@@ -2,7 +2,7 @@
 end-to-end tests, benchmarks and the k8s example need (the flags of
 clients/cpp/examples/example_worker.cc).
 
-    python -m ferry.examples.worker --listen 127.0.0.1:0 --port_file /tmp/port
+    python -m ferry_worker.examples.worker --listen 127.0.0.1:0 --port_file /tmp/port
 
   --listen ADDR        address to serve on (default 127.0.0.1:50051; port 0 = any)
   --max_in_flight N    credit per stream (default 64)
@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 
-import ferry
+import ferry_worker
 
 
 def _escape(data: bytes) -> bytes:
@@ -108,28 +108,28 @@ class Faults:
     def decide(self, event, ctx):
         """(result or None to process normally, raise_it)."""
         if self.retry_attempts > 0 and event.attempt < self.retry_attempts:
-            return ferry.retry(f"injected: retry until attempt {self.retry_attempts}"), False
+            return ferry_worker.retry(f"injected: retry until attempt {self.retry_attempts}"), False
         try:
             sequence = int(event.payload)
         except ValueError:
             sequence = None
         if self.fail_every > 0 and sequence is not None and (sequence + 1) % self.fail_every == 0:
-            return ferry.fail(f"injected: every {self.fail_every}"), False
+            return ferry_worker.fail(f"injected: every {self.fail_every}"), False
         if self.throw_every > 0 and sequence is not None and (sequence + 1) % self.throw_every == 0:
-            return ferry.fail(f"injected: throw every {self.throw_every}"), True
+            return ferry_worker.fail(f"injected: throw every {self.throw_every}"), True
         with self._lock:
             roll = self._random.random()
             stall = self._random.random() < self.stall_rate
         if stall and ctx.wait(self.stall_s):  # True: ferry cancelled it (or the stream ended)
-            return ferry.fail("cancelled by ferry"), False
+            return ferry_worker.fail("cancelled by ferry"), False
         if roll < self.fail_rate:
-            return ferry.fail("injected: random failure"), False
+            return ferry_worker.fail("injected: random failure"), False
         if roll < self.fail_rate + self.retry_rate:
-            return ferry.retry("injected: random"), False
+            return ferry_worker.retry("injected: random"), False
         return None, False
 
 
-_ANSWERS = {ferry.Status.OK: "OK", ferry.Status.RETRY: "RETRY", ferry.Status.FAIL: "FAIL"}
+_ANSWERS = {ferry_worker.Status.OK: "OK", ferry_worker.Status.RETRY: "RETRY", ferry_worker.Status.FAIL: "FAIL"}
 
 
 def write_file_atomically(path: str, content: str) -> None:
@@ -147,7 +147,7 @@ def write_file_atomically(path: str, content: str) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m ferry.examples.worker", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m ferry_worker.examples.worker", description=__doc__.split("\n")[0])
     p.add_argument("--listen", default="127.0.0.1:50051", help="address to serve on (port 0: any free port)")
     p.add_argument("--max_in_flight", type=int, default=64, help="credit per stream")
     p.add_argument("--concurrency", "--handler_threads", dest="concurrency", type=int, default=4,
@@ -204,14 +204,14 @@ def main(argv=None) -> int:
     # ---- The processor. This is the part to copy. ----
     def handle(event, ctx):
         start_ns = time.monotonic_ns()  # CLOCK_MONOTONIC
-        # Real work goes here. Return ferry.retry("why") to be called again later
-        # or ferry.fail("why") to dead-letter the event; an exception counts as
+        # Real work goes here. Return ferry_worker.retry("why") to be called again later
+        # or ferry_worker.fail("why") to dead-letter the event; an exception counts as
         # fail. ctx.cancelled() / ctx.wait(s) tell when ferry gave up on it.
         if work_s > 0:
             time.sleep(work_s)
         result, raise_it = faults.decide(event, ctx)
         if result is None:
-            result = ferry.ok()
+            result = ferry_worker.ok()
         if worker.is_cancelled(event.id):
             with cancelled_lock:
                 cancelled_runs[0] += 1
@@ -222,7 +222,7 @@ def main(argv=None) -> int:
         return result
 
     try:
-        worker = ferry.Worker(
+        worker = ferry_worker.Worker(
             handle,
             max_in_flight=args.max_in_flight,
             concurrency=args.concurrency,

@@ -1,1 +1,0 @@
-"""Runnable examples: ``python -m ferry.examples.hello`` and ``python -m ferry.examples.worker``."""
