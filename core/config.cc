@@ -1421,20 +1421,22 @@ absl::StatusOr<Config> ParseConfig(absl::string_view yaml_text,
   }
   try {
     const std::string text(yaml_text);
-    if (const int line = LineOverYamlValueLimit(text, kMaxConfigValues); line > 0) {
-      return parser.Error(line, "", absl::StrCat("more than ", kMaxConfigValues,
-                                                 " YAML values; a ferry config has hundreds"));
+    const YamlScan scan = ScanYaml(text, kMaxConfigValues);
+    if (scan.line_over_limit > 0) {
+      return parser.Error(scan.line_over_limit, "",
+                          absl::StrCat("more than ", kMaxConfigValues,
+                                       " YAML values; a ferry config has hundreds"));
     }
-    std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      return parser.Error(LineOf(documents[1], 1), "",
-                          absl::StrCat("expected one YAML document, found ",
-                                       documents.size(),
-                                       "; remove the extra `---` separators"));
+    if (scan.documents > 1) {
+      return parser.Error(scan.second_document_line, "",
+                          "expected one YAML document, found more; remove the extra `---` "
+                          "separators");
     }
+    // The first (only) document; never YAML::LoadAll (see core/yaml_limits.h).
+    const YAML::Node document = scan.documents == 0 ? YAML::Node() : YAML::Load(text);
     Config config;
     absl::Status status =
-        parser.Parse(documents.empty() ? YAML::Node() : documents[0], &config);
+        parser.Parse(document, &config);
     if (!status.ok()) return status;
     config.locations = parser.Locations();
     return config;

@@ -5,20 +5,31 @@
 
 #include <sstream>
 
+#include <yaml-cpp/exceptions.h>
+
 namespace ferry {
 namespace {
 
-// Thrown by the counter to stop the parser at the limit (the parser has no
-// other way to stop inside a document); never leaves this file.
-struct LimitReached {};
+// Thrown by the counter to stop the parser at the limit or at a second
+// document (the parser has no other way to stop inside a document); never
+// leaves this file.
+struct StopScan {};
 
 class ValueCounter : public YAML::EventHandler {
  public:
   explicit ValueCounter(size_t max_values) : max_values_(max_values) {}
 
-  int line_over() const { return line_over_; }
+  const YamlScan& scan() const { return scan_; }
 
-  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    // A document that starts where the last one did means yaml-cpp is not
+    // consuming its input (see the header): a syntax error, not a document.
+    if (scan_.documents > 0 && mark.pos <= last_document_pos_) {
+      throw YAML::ParserException(mark, "unexpected token: no YAML value can start here");
+    }
+    last_document_pos_ = mark.pos;
+    ++scan_.documents;
+  }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
@@ -39,29 +50,35 @@ class ValueCounter : public YAML::EventHandler {
 
  private:
   void Count(const YAML::Mark& mark) {
+    if (scan_.documents > 1) {
+      // The second document's first value: where an operator sees it.
+      scan_.second_document_line = mark.line >= 0 ? mark.line + 1 : 1;
+      throw StopScan{};
+    }
     if (++values_ > max_values_) {
-      line_over_ = mark.line >= 0 ? mark.line + 1 : 1;
-      throw LimitReached{};
+      scan_.line_over_limit = mark.line >= 0 ? mark.line + 1 : 1;
+      throw StopScan{};
     }
   }
 
   const size_t max_values_;
   size_t values_ = 0;
-  int line_over_ = 0;
+  int last_document_pos_ = -1;
+  YamlScan scan_;
 };
 
 }  // namespace
 
-int LineOverYamlValueLimit(const std::string& text, size_t max_values) {
+YamlScan ScanYaml(const std::string& text, size_t max_values) {
   std::istringstream stream(text);
   YAML::Parser parser(stream);
   ValueCounter counter(max_values);
   try {
     while (parser.HandleNextDocument(counter)) {
     }
-  } catch (const LimitReached&) {
+  } catch (const StopScan&) {
   }
-  return counter.line_over();
+  return counter.scan();
 }
 
 }  // namespace ferry
