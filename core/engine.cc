@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/engine_stats.h"
 #include "core/log.h"
+#include "core/worker_text.h"
 #include "google/protobuf/io/coded_stream.h"
 
 namespace ferry {
@@ -534,13 +535,14 @@ void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight, const std::strin
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
+  if (entry.resetting) return;
   if (entry.ready) {
     CountProtocolErrorLocked(entry.processor);
     LogWarn("engine", entry.stream->Describe(), " sent Ready twice; ignoring the second");
     return;
   }
   entry.ready = true;
-  entry.worker_name = worker_name;
+  entry.worker_name = SanitizeWorkerName(worker_name);
   // The worker's credit; Credit messages add to it. Dispatch also keeps the
   // stream under ferry's own cap (processor max_in_flight).
   entry.credit = max_in_flight;
@@ -554,24 +556,14 @@ void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
+  if (entry.resetting) return;
   if (!entry.ready) {
-    CountProtocolErrorLocked(entry.processor);
-    LogWarn("engine", entry.stream->Describe(), " sent Credit before Ready; ignoring it");
+    // README: Results or Credit before Ready reset the stream.
+    ProtocolErrorLocked(stream_id, "Credit before Ready");
     return;
   }
   AddCreditLocked(entry, credit);
   DispatchLocked();
-}
-
-void Engine::AddCreditLocked(StreamEntry& entry, uint32_t credit) {
-  // Credit beyond any sensible amount is clamped; ferry's own cap still
-  // bounds what is outstanding.
-  constexpr int64_t kMaxCredit = int64_t{1} << 31;
-  entry.credit += credit;
-  if (entry.credit > kMaxCredit) {
-    CountProtocolErrorLocked(entry.processor);
-    entry.credit = kMaxCredit;
-  }
 }
 
 void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
@@ -583,12 +575,12 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
     return;
   }
   const int stream_processor = stream->second.processor;
-  if (!stream->second.ready) {
-    // Nothing was sent before Ready, so none of these ids can be ours.
-    CountProtocolErrorLocked(stream_processor);
+  if (!stream->second.ready || stream->second.resetting) {
+    // Nothing was sent before Ready, so none of these ids can be ours; and
+    // the events of a stream being reset were already given back.
     counters_.stale_results += results.results_size();
     if (stats_ != nullptr) stats_->StaleResults(stream_processor, results.results_size());
-    LogWarn("engine", stream->second.stream->Describe(), " sent Results before Ready; ignored");
+    if (!stream->second.resetting) ProtocolErrorLocked(stream_id, "Results before Ready");
     return;
   }
   const absl::Time now = stats_ != nullptr ? clock_->Now() : absl::InfinitePast();
@@ -627,12 +619,14 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
         break;
       case v1::Result::RETRY:
         RetryOrFailLocked(std::move(queued), result.retry_after_ms(),
-                          result.message().empty() ? "RETRY" : result.message());
+                          result.message().empty() ? std::string("RETRY")
+                                                   : SanitizeWorkerMessage(result.message()));
         break;
       default:  // FAIL; an unspecified status counts as FAIL (see the proto)
         ++counters_.failed;
-        FailLocked(std::move(queued),
-                   result.message().empty() ? std::string("FAIL (no message)") : result.message());
+        FailLocked(std::move(queued), result.message().empty()
+                                          ? std::string("FAIL (no message)")
+                                          : SanitizeWorkerMessage(result.message()));
         break;
     }
   }
@@ -768,57 +762,16 @@ void Engine::OnDeadLetterWritten(uint64_t token, absl::Status status) {
   dead_letters_pending_.erase(it);
 }
 
-void Engine::ProtocolErrorLocked(int64_t stream_id, const std::string& what) {
-  auto stream = streams_.find(stream_id);
-  if (stream == streams_.end()) return;
-  CountProtocolErrorLocked(stream->second.processor);
-  LogWarn("engine", stream->second.stream->Describe(), " broke the protocol (", what,
-          "); resetting the stream, its events will be redelivered");
-  RequeueStreamEventsLocked(stream_id);
-  // Nothing more goes to it; it is closed and reopened by the pool.
-  stream->second.ready = false;
-  stream->second.credit = 0;
-  if (stream_resetter_) stream_resetter_(stream->second.stream);
+void Engine::OnProtocolError(int64_t stream_id, const std::string& what) {
+  SendingLock lock(this);
+  ProtocolErrorLocked(stream_id, what);
+  DispatchLocked();
 }
 
-void Engine::RequeueStreamEventsLocked(int64_t stream_id) {
-  std::vector<QueuedEvent> requeue;
-  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    if (it->second.stream_id == stream_id) {
-      requeue.push_back(std::move(it->second.queued));
-      in_flight_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
-  // Highest offsets first: each goes to the front of its lane, so the lane
-  // ends up in offset order.
-  std::sort(requeue.begin(), requeue.end(), [](const QueuedEvent& a, const QueuedEvent& b) {
-    return a.event->offset() > b.event->offset();
-  });
-  const absl::Time now = clock_->Now();
-  for (QueuedEvent& queued : requeue) {
-    ++counters_.redelivered;
-    if (stats_ != nullptr) stats_->Redelivered(queued.processor, queued.type_index);
-    queued.redelivery = true;
-    queued.queued_at = now;
-    if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
-    EnqueueLocked(std::move(queued), /*front=*/true, /*even_if_paused=*/true);
-  }
-  auto stream = streams_.find(stream_id);
-  if (stream != streams_.end()) {
-    if (!requeue.empty()) {
-      LogWarn("engine", "stream ", stream->second.stream->Describe(), ": ", requeue.size(),
-              " in-flight events will be redelivered");
-    }
-    stream->second.in_flight = 0;
-  }
-}
-
-void Engine::OnStreamClosed(int64_t stream_id) {
+void Engine::OnStreamClosed(int64_t stream_id, const std::string& why) {
   SendingLock lock(this);
   if (streams_.find(stream_id) == streams_.end()) return;
-  RequeueStreamEventsLocked(stream_id);
+  RequeueStreamEventsLocked(stream_id, why);
   streams_.erase(stream_id);
   // Messages not yet taken by a sender are dropped (their events were just
   // re-queued); one being sent right now must finish before this returns.
@@ -1102,11 +1055,6 @@ void Engine::NoteBegunLocked(PartitionEntry& entry, int64_t offset, absl::Time n
   if (!entry.start_offset.has_value()) entry.start_offset = offset;
 }
 
-void Engine::CountProtocolErrorLocked(int processor) {
-  ++counters_.protocol_errors;
-  if (stats_ != nullptr) stats_->ProtocolError(processor);
-}
-
 void Engine::StopDispatching() {
   absl::MutexLock lock(&mu_);
   dispatching_stopped_ = true;
@@ -1237,11 +1185,19 @@ void Engine::DispatchLocked() {
       taken->event->set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
       const size_t event_size = taken->event->ByteSizeLong();
       Batch* batch = &batch_for(stream_id);
-      if (static_cast<int64_t>(batch->events.bytes.size() + event_size) + kEventFraming >
-          processor_config.max_batch_bytes) {
+      // An event redelivered after a lost stream travels alone
+      // (core/redelivery.h).
+      const bool alone = taken->strikes > 0;
+      if (alone || static_cast<int64_t>(batch->events.bytes.size() + event_size) +
+                           kEventFraming >
+                       processor_config.max_batch_bytes) {
         flush(*batch);
       }
       AppendEventWire(*taken->event, event_size, &batch->events);
+      if (alone) {
+        batch->events.alone = true;
+        flush(*batch);
+      }
       if (stats_ != nullptr) {
         stats_->Dispatched(taken->processor, taken->type_index, now - taken->queued_at,
                            taken->redelivery);

@@ -111,6 +111,7 @@ struct EngineCounters {
   int64_t skipped = 0;            // terminal failures skipped by policy
   int64_t blocked = 0;            // terminal failures holding their partition
   int64_t protocol_errors = 0;    // malformed worker traffic
+  int64_t redelivery_limit = 0;   // events failed after too many lost streams (core/redelivery.h)
 };
 
 struct PartitionSnapshot {
@@ -224,16 +225,25 @@ class Engine {
   // Registers a stream of processor `processor_index` (index into
   // Config::processors). No event is sent before OnReady.
   int64_t AddStream(int processor_index, WorkerStream* stream);
-  // `worker_name` is what the worker calls itself (shown in GetStatus).
+  // `worker_name` is what the worker calls itself (shown in GetStatus); it is
+  // stored sanitized (core/worker_text.h), like Result messages.
   void OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name = "");
   void OnCredit(int64_t stream_id, uint32_t credit);
   // Applies the results, then the credit they carry (Results.credit), then
   // dispatches once.
   void OnResults(int64_t stream_id, const v1::Results& results);
   // The stream is gone: its in-flight events go back to the front of their
-  // lanes (a redelivery, not a failed attempt). After this returns the engine
-  // never touches `stream` again.
-  void OnStreamClosed(int64_t stream_id);
+  // lanes (a redelivery, not a failed attempt; bounded, core/redelivery.h).
+  // `why` (sanitized by the caller) names the cause in the error of an event
+  // that reaches the redelivery limit. After this returns the engine never
+  // touches `stream` again.
+  void OnStreamClosed(int64_t stream_id, const std::string& why = "");
+  // The stream sent something that breaks the protocol (e.g. bytes that do
+  // not parse as a ProcessResponse; `what` says which, sanitized by the
+  // caller): counted, logged (rate-limited), its in-flight events are
+  // redelivered, nothing more is dispatched to it and it is reset. Later
+  // traffic from it is ignored.
+  void OnProtocolError(int64_t stream_id, const std::string& what);
 
   // Asks for a stream to be reset (closed and reopened) after the worker
   // broke the protocol; implemented by the WorkerPool.
@@ -307,6 +317,8 @@ class Engine {
     int type_index = 0;
     absl::Time queued_at;
     bool redelivery = false;
+    // Lost streams it was in flight on (core/redelivery.h).
+    int strikes = 0;
   };
   struct PendingDeadLetter {
     QueuedEvent queued;
@@ -342,6 +354,11 @@ class Engine {
     int64_t credit = 0;  // granted minus sent
     int64_t in_flight = 0;
     std::string worker_name;
+    // A protocol error asked for its reset: nothing more is sent to it and
+    // what it sends is ignored until it is closed.
+    bool resetting = false;
+    // Why it is being reset (for the redelivery-limit error).
+    std::string reset_reason;
   };
 
   // One queued message for a stream (events, or a cancel when `cancel`).
@@ -394,7 +411,11 @@ class Engine {
   // and the stream is reset.
   void ProtocolErrorLocked(int64_t stream_id, const std::string& what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RequeueStreamEventsLocked(int64_t stream_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives the stream's in-flight events back for redelivery, charging them
+  // (core/redelivery.h); those past the limit take the failure policy with
+  // an error naming `why`, the stream's loss.
+  void RequeueStreamEventsLocked(int64_t stream_id, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLaneLocked(const QueuedEvent& queued) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that `offset` of `entry` was consumed at `now`.
   static void NoteBegunLocked(PartitionEntry& entry, int64_t offset, absl::Time now);
@@ -446,6 +467,8 @@ class Engine {
   int paused_partitions_ ABSL_GUARDED_BY(mu_) = 0;
   // Failures can come once per record: at most 20 lines per 10 s.
   LogRateLimiter failure_log_limiter_ ABSL_GUARDED_BY(mu_){20, absl::Seconds(10)};
+  // A hostile worker can break the protocol on every reconnect.
+  LogRateLimiter protocol_log_limiter_ ABSL_GUARDED_BY(mu_){20, absl::Seconds(10)};
   // Retries waiting out their backoff (their lanes stay busy meanwhile).
   std::multimap<absl::Time, QueuedEvent> retries_ ABSL_GUARDED_BY(mu_);
   // Dead letters being written, by token; and failed writes waiting to retry.
