@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/engine_stats.h"
+#include "core/events_wire.h"
 #include "core/log.h"
 #include "core/worker_text.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -90,7 +91,8 @@ Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_
       lane_marked_ready_(static_cast<size_t>(lanes_.count()), false),
       unordered_(config.processors.size() * static_cast<size_t>(plan_.flow_count())),
       scheduler_(plan_, static_cast<int>(config.processors.size())),
-      last_stream_used_(config.processors.size(), 0) {
+      last_stream_used_(config.processors.size(), 0),
+      quarantine_(config.processors.size()) {
   for (size_t i = 0; i < config_.processors.size(); ++i) {
     for (const std::string& type : config_.processors[i].event_types) {
       if (type == "*") {
@@ -189,6 +191,10 @@ int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
     } else {
       ++it;
     }
+  }
+  for (QueuedEvent& queued : TakeQuarantinedLocked(is_dropped)) {
+    if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
+    release_budget(queued);
   }
   delayed_.RemovePartitions(
       [&partitions](const std::string& topic, int32_t partition) {
@@ -345,6 +351,14 @@ absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t
         break;
       }
     }
+  }
+  if (!taken.has_value()) {
+    std::vector<QueuedEvent> quarantined =
+        TakeQuarantinedLocked([&tp, offset](const QueuedEvent& queued) {
+          return queued.event->offset() == offset && queued.event->partition() == tp.partition &&
+                 queued.event->topic() == tp.topic;
+        });
+    if (!quarantined.empty()) taken = std::move(quarantined.front());
   }
   if (!taken.has_value()) {
     const std::optional<int64_t> lowest = entry->second.state.LowestUnfinished();
@@ -982,6 +996,7 @@ EngineSnapshot Engine::Snapshot() const {
     if (size > 0 || lanes_.busy(lane)) ++snapshot.lanes_in_use;
   }
   for (const auto& queue : unordered_) snapshot.queued_events += static_cast<int64_t>(queue.size());
+  for (const auto& queue : quarantine_) snapshot.queued_events += static_cast<int64_t>(queue.size());
   snapshot.delay_stage_events = delayed_.size();
   snapshot.delayed_events = static_cast<int64_t>(retries_.size()) + delayed_.size();
   snapshot.dead_letters_pending = static_cast<int64_t>(dead_letters_pending_.size());
@@ -1060,36 +1075,14 @@ void Engine::StopDispatching() {
   dispatching_stopped_ = true;
 }
 
-namespace {
-
-// Field 1 of v1::Events (length-delimited) and the longest varint length
-// before an event's bytes.
-constexpr uint8_t kEventsEventTag = 0x0a;
-constexpr int64_t kEventFraming = 1 + 10;
-
-// Appends `event` (whose ByteSizeLong() is `size`) to an Events message's
-// wire bytes: the serialization gRPC would otherwise do on a copy.
-void AppendEventWire(const v1::Event& event, size_t size, EventsWire* wire) {
-  using google::protobuf::io::CodedOutputStream;
-  std::string& out = wire->bytes;
-  if (out.empty()) out.reserve((size + kEventFraming) * 16);
-  const size_t at = out.size();
-  const size_t header = 1 + CodedOutputStream::VarintSize64(size);
-  out.resize(at + header + size);
-  auto* target = reinterpret_cast<uint8_t*>(&out[at]);
-  *target++ = kEventsEventTag;
-  target = CodedOutputStream::WriteVarint64ToArray(size, target);
-  event.SerializeWithCachedSizesToArray(target);
-  ++wire->count;
-}
-
-}  // namespace
-
 void Engine::DispatchLocked() {
   if (dispatching_stopped_) return;
   const absl::Time now = clock_->Now();
   for (size_t processor = 0; processor < config_.processors.size(); ++processor) {
     const ProcessorConfig& processor_config = config_.processors[processor];
+    // Events whose streams keep being lost go first, each to a stream of its
+    // own (core/redelivery.h).
+    DispatchQuarantinedLocked(static_cast<int>(processor), now);
     // Whether flow `flow` may have an event for this processor.
     auto has_work = [this, processor](int flow) {
       const size_t queue = QueueIndex(static_cast<int>(processor), flow);
@@ -1127,8 +1120,9 @@ void Engine::DispatchLocked() {
     // Streams of this processor with credit, starting after the one used
     // last so load spreads round-robin.
     const int64_t cap = processor_config.max_in_flight;
-    auto has_room = [cap](const StreamEntry& stream) {
-      return stream.ready && stream.credit > 0 && stream.in_flight < cap;
+    auto has_room = [this, cap](const StreamEntry& stream) {
+      return stream.ready && stream.credit > 0 && stream.in_flight < cap && !stream.reserved &&
+             !HoldsQuarantinedLocked(stream);
     };
     std::vector<int64_t>& candidates = candidates_;
     candidates.clear();
@@ -1180,37 +1174,22 @@ void Engine::DispatchLocked() {
       if (next >= candidates.size()) next = 0;
       const int64_t stream_id = candidates[next];
       StreamEntry& stream = streams_[stream_id];
-      const uint64_t id = MakeDeliveryId(taken->epoch, next_delivery_id_++);
-      taken->event->set_id(id);
-      taken->event->set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
-      const size_t event_size = taken->event->ByteSizeLong();
-      Batch* batch = &batch_for(stream_id);
       // An event redelivered after a lost stream travels alone
       // (core/redelivery.h).
       const bool alone = taken->strikes > 0;
+      const v1::Event& event = StartDeliveryLocked(std::move(*taken), stream_id, stream, now);
+      const size_t event_size = event.ByteSizeLong();
+      Batch* batch = &batch_for(stream_id);
       if (alone || static_cast<int64_t>(batch->events.bytes.size() + event_size) +
                            kEventFraming >
                        processor_config.max_batch_bytes) {
         flush(*batch);
       }
-      AppendEventWire(*taken->event, event_size, &batch->events);
+      AppendEventWire(event, event_size, &batch->events);
       if (alone) {
         batch->events.alone = true;
         flush(*batch);
       }
-      if (stats_ != nullptr) {
-        stats_->Dispatched(taken->processor, taken->type_index, now - taken->queued_at,
-                           taken->redelivery);
-      }
-      taken->redelivery = false;
-      InFlight& flight = in_flight_[id];
-      flight.queued = std::move(*taken);
-      flight.stream_id = stream_id;
-      flight.deadline = now + processor_config.timeout;
-      flight.dispatched_at = now;
-      --stream.credit;
-      ++stream.in_flight;
-      ++counters_.dispatched;
       last_stream_used_[processor] = stream_id;
       if (batch->events.count >= processor_config.max_batch) flush(*batch);
       if (!has_room(stream)) {
@@ -1222,6 +1201,28 @@ void Engine::DispatchLocked() {
     }
     for (Batch& batch : batches) flush(batch);
   }
+}
+
+const v1::Event& Engine::StartDeliveryLocked(QueuedEvent queued, int64_t stream_id,
+                                             StreamEntry& stream, absl::Time now) {
+  const absl::Duration timeout = config_.processors[queued.processor].timeout;
+  const uint64_t id = MakeDeliveryId(queued.epoch, next_delivery_id_++);
+  queued.event->set_id(id);
+  queued.event->set_deadline_ms(absl::ToUnixMillis(now + timeout));
+  if (stats_ != nullptr) {
+    stats_->Dispatched(queued.processor, queued.type_index, now - queued.queued_at,
+                       queued.redelivery);
+  }
+  queued.redelivery = false;
+  InFlight& flight = in_flight_[id];
+  flight.queued = std::move(queued);
+  flight.stream_id = stream_id;
+  flight.deadline = now + timeout;
+  flight.dispatched_at = now;
+  --stream.credit;
+  ++stream.in_flight;
+  ++counters_.dispatched;
+  return *flight.queued.event;
 }
 
 }  // namespace ferry

@@ -357,6 +357,11 @@ class Engine {
     // A protocol error asked for its reset: nothing more is sent to it and
     // what it sends is ignored until it is closed.
     bool resetting = false;
+    // Quarantine (core/redelivery.h): the delivery id of the quarantined
+    // event it holds (nothing else is sent to it meanwhile), and whether it
+    // is being drained to take one.
+    uint64_t quarantined_id = 0;
+    bool reserved = false;
     // Why it is being reset (for the redelivery-limit error).
     std::string reset_reason;
   };
@@ -417,6 +422,20 @@ class Engine {
   void RequeueStreamEventsLocked(int64_t stream_id, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLaneLocked(const QueuedEvent& queued) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stamps a delivery id and deadline on the event and moves it to the
+  // in-flight table on the stream (credit, counts); returns the event, to be
+  // appended to an Events message before the next delivery starts.
+  const v1::Event& StartDeliveryLocked(QueuedEvent queued, int64_t stream_id,
+                                       StreamEntry& stream, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Quarantined events (core/redelivery.h): each goes, alone, to a stream of
+  // `processor` with nothing in flight; when there is none, one stream is
+  // reserved (gets nothing new) until it drains.
+  void DispatchQuarantinedLocked(int processor, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HoldsQuarantinedLocked(const StreamEntry& stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes and returns the quarantined events that `match`.
+  std::vector<QueuedEvent> TakeQuarantinedLocked(
+      const std::function<bool(const QueuedEvent&)>& match) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that `offset` of `entry` was consumed at `now`.
   static void NoteBegunLocked(PartitionEntry& entry, int64_t offset, absl::Time now);
   void CountProtocolErrorLocked(int processor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -469,6 +488,9 @@ class Engine {
   LogRateLimiter failure_log_limiter_ ABSL_GUARDED_BY(mu_){20, absl::Seconds(10)};
   // A hostile worker can break the protocol on every reconnect.
   LogRateLimiter protocol_log_limiter_ ABSL_GUARDED_BY(mu_){20, absl::Seconds(10)};
+  // Per processor: events lost with their streams too often to share one,
+  // waiting for a stream of their own (their lanes stay busy meanwhile).
+  std::vector<std::deque<QueuedEvent>> quarantine_ ABSL_GUARDED_BY(mu_);
   // Retries waiting out their backoff (their lanes stay busy meanwhile).
   std::multimap<absl::Time, QueuedEvent> retries_ ABSL_GUARDED_BY(mu_);
   // Dead letters being written, by token; and failed writes waiting to retry.

@@ -2,6 +2,9 @@
 // the protocol or is lost (kept apart from engine.cc, which is already long).
 // See core/engine.h for the rules and core/redelivery.h for the bound.
 #include <algorithm>
+#include <deque>
+#include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/engine.h"
 #include "core/engine_stats.h"
+#include "core/events_wire.h"
 #include "core/log.h"
 #include "core/redelivery.h"
 
@@ -85,6 +89,12 @@ void Engine::RequeueStreamEventsLocked(int64_t stream_id, const std::string& why
     if (stats_ != nullptr) stats_->Redelivered(queued.processor, queued.type_index);
     queued.redelivery = true;
     queued.queued_at = now;
+    if (queued.strikes >= kQuarantineStrikes) {
+      // Its lane stays busy (nothing of its key overtakes it) while it waits
+      // for a stream of its own.
+      quarantine_[static_cast<size_t>(queued.processor)].push_back(std::move(queued));
+      continue;
+    }
     if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
     EnqueueLocked(std::move(queued), /*front=*/true, /*even_if_paused=*/true);
   }
@@ -96,6 +106,69 @@ void Engine::RequeueStreamEventsLocked(int64_t stream_id, const std::string& why
     }
     stream->second.in_flight = 0;
   }
+}
+
+bool Engine::HoldsQuarantinedLocked(const StreamEntry& stream) const {
+  // Delivery ids are never reused, so a stale id simply is not found.
+  return stream.quarantined_id != 0 && in_flight_.contains(stream.quarantined_id);
+}
+
+void Engine::DispatchQuarantinedLocked(int processor, absl::Time now) {
+  std::deque<QueuedEvent>& queue = quarantine_[static_cast<size_t>(processor)];
+  while (!queue.empty()) {
+    int64_t target = 0;
+    int64_t to_reserve = 0;
+    int64_t fewest = std::numeric_limits<int64_t>::max();
+    bool reserved = false;
+    for (auto& [id, stream] : streams_) {
+      if (stream.processor != processor || !stream.ready || HoldsQuarantinedLocked(stream)) {
+        continue;
+      }
+      reserved = reserved || stream.reserved;
+      if (stream.in_flight == 0 && stream.credit > 0) {
+        target = id;
+        break;
+      }
+      if (stream.in_flight < fewest) {
+        fewest = stream.in_flight;
+        to_reserve = id;
+      }
+    }
+    if (target == 0) {
+      // No idle stream: drain one (nothing new goes to it) so the event is
+      // not starved by fresh work; its results bring the next dispatch here.
+      if (!reserved && to_reserve != 0) streams_[to_reserve].reserved = true;
+      return;
+    }
+    StreamEntry& stream = streams_[target];
+    stream.reserved = false;
+    QueuedEvent queued = std::move(queue.front());
+    queue.pop_front();
+    const v1::Event& event = StartDeliveryLocked(std::move(queued), target, stream, now);
+    stream.quarantined_id = event.id();
+    Outgoing out;
+    out.stream_id = target;
+    out.stream = stream.stream;
+    out.events.alone = true;
+    AppendEventWire(event, event.ByteSizeLong(), &out.events);
+    outbox_.push_back(std::move(out));
+  }
+}
+
+std::vector<Engine::QueuedEvent> Engine::TakeQuarantinedLocked(
+    const std::function<bool(const QueuedEvent&)>& match) {
+  std::vector<QueuedEvent> taken;
+  for (std::deque<QueuedEvent>& queue : quarantine_) {
+    for (auto it = queue.begin(); it != queue.end();) {
+      if (match(*it)) {
+        taken.push_back(std::move(*it));
+        it = queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return taken;
 }
 
 }  // namespace ferry

@@ -3,23 +3,30 @@
 //
 // A stream that is lost (worker crash, network, a reset after a protocol
 // error) hands its in-flight events back for redelivery, which is not an
-// attempt. But a message that every worker rejects (it makes the worker's
-// gRPC library or handler end the stream) would be redelivered forever, and
-// every partition with an event in that message would stall behind it. So:
+// attempt. But a message that every worker rejects (its gRPC library or
+// handler ends the stream) would be redelivered forever, and every partition
+// with an event in flight beside it would stall too. A lost stream cannot say
+// which of its events killed it, so the engine narrows it down:
 //   * each event counts the lost streams it was in flight on ("strikes");
 //   * an event with a strike is dispatched in an Events message of its own
-//     (EventsWire::alone), so one poisonous event no longer takes a batch of
-//     other partitions' events down with it, and the next loss points at it;
+//     (EventsWire::alone), never batched with other partitions' events;
 //   * when a lost stream held events that already had a strike, only those
-//     are charged: fresh events that happened to share the stream were sent
-//     in other messages and are redelivered without a strike;
-//   * after kMaxRedeliveries strikes the event is a terminal failure (dead
-//     letter, skip or block, per its processor's on_failure) with an error
-//     saying so, counted in ferry_redelivery_limit_total.
+//     are charged: fresh events that merely shared the stream are
+//     redelivered without a strike;
+//   * from kQuarantineStrikes on, the event is quarantined: it goes only to
+//     a stream with nothing else in flight, and that stream gets nothing else
+//     until its result (one stream is drained for it when none is idle), so
+//     a further loss is its own and never costs other events a strike;
+//   * an event is redelivered at most kMaxRedeliveries times: the next loss
+//     makes it a terminal failure (dead letter, skip or block, per its
+//     processor's on_failure) whose error says so and names the last loss,
+//     counted in ferry_redelivery_limit_total.
 // The bound is fixed and generous: legitimate losses (a worker restarted or
 // crashing while the event was in flight) rarely hit one event more than a
 // couple of times, while a message that kills every stream reaches it within
-// seconds (streams reconnect after 100 ms to 5 s).
+// seconds (streams reconnect after 100 ms to 5 s). Quarantine starts only at
+// the second strike, so one worker crash costs no throughput beyond the
+// unbatched redelivery of its in-flight events.
 //
 // Threading: pure functions; the Engine calls them under its mutex.
 #ifndef FERRY_CORE_REDELIVERY_H_
@@ -33,6 +40,8 @@
 namespace ferry {
 
 inline constexpr int kMaxRedeliveries = 10;
+// Strikes from which an event is quarantined.
+inline constexpr int kQuarantineStrikes = 2;
 
 // Whether an event with `strikes` is charged for the loss of a stream that
 // held events with strikes (`stream_held_suspects`).
