@@ -353,6 +353,37 @@ TEST_F(EngineStreamTest, BlockPolicyHoldsThePartitionAtTheRedeliveryLimit) {
   EXPECT_EQ(engine_->Snapshot().counters.redelivery_limit, 1);
 }
 
+TEST_F(EngineStreamTest, QuarantinedEventsAreDroppedOnRevokeAndCanBeSkipped) {
+  Start();
+  // a and b are lost twice with their stream: both are quarantined.
+  engine_->Submit(MakeEvent(0, 0, "a"), 1);
+  engine_->Submit(MakeEvent(1, 0, "b"), 1);
+  for (int loss = 0; loss < kQuarantineStrikes; ++loss) {
+    FakeWorkerStream lost("lost");
+    const int64_t id = Connect(lost, 100);
+    ASSERT_EQ(lost.held().size(), 2u);
+    engine_->OnStreamClosed(id);
+  }
+  engine_->Submit(MakeEvent(1, 1, "b"), 1);  // waits behind b: its lane is busy
+  EXPECT_EQ(engine_->Buffered(), 3);
+  EXPECT_EQ(engine_->Snapshot().queued_events, 3);
+  // Skip takes a quarantined event (no dead-letter topic: marked done) and
+  // releases its lane; revoke drops the other.
+  absl::StatusOr<std::string> skipped = engine_->SkipOffset({"t", 1}, 0);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_EQ(*skipped, "marked_done");
+  engine_->OnRevoked({{"t", 0}});
+  EXPECT_EQ(engine_->Buffered(), 1);
+  FakeWorkerStream stream("s");
+  const int64_t id = Connect(stream, 100);
+  ASSERT_EQ(stream.held().size(), 1u);
+  EXPECT_EQ(stream.held()[0].offset(), 1);
+  EXPECT_EQ(stream.held()[0].partition(), 1);
+  AckAll(id, stream);
+  EXPECT_EQ(CommitOffset(1), 2);
+  EXPECT_EQ(engine_->Buffered(), 0);
+}
+
 TEST_F(EngineStreamTest, WorkerNamesAndMessagesAreBoundedAndSanitized) {
   Start(FailurePolicy::kDeadLetter);
   FakeWorkerStream stream("s");

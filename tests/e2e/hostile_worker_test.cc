@@ -133,14 +133,17 @@ class GarbageService final
 
 // Acks every event, after a Ready naming itself `name`; when `poison_key` and
 // `poison_payload` match an event, ends the stream with an error instead (as
-// a worker's gRPC library does with a message it cannot parse).
+// a worker's gRPC library does with a message it cannot parse). With
+// `end_when_holding`, it ends each stream (status OK) as soon as it holds
+// events, without answering them.
 class SimpleProcessor final : public v1::Processor::Service {
  public:
   explicit SimpleProcessor(std::string name, std::string poison_key = "",
-                           std::string poison_payload = "")
+                           std::string poison_payload = "", bool end_when_holding = false)
       : name_(std::move(name)),
         poison_key_(std::move(poison_key)),
-        poison_payload_(std::move(poison_payload)) {}
+        poison_payload_(std::move(poison_payload)),
+        end_when_holding_(end_when_holding) {}
 
   grpc::Status Process(grpc::ServerContext* /*context*/,
                        grpc::ServerReaderWriter<v1::ProcessResponse, v1::ProcessRequest>* stream)
@@ -152,6 +155,8 @@ class SimpleProcessor final : public v1::Processor::Service {
     v1::ProcessRequest request;
     while (stream->Read(&request)) {
       if (!request.has_events()) continue;
+      events_received_ += request.events().events_size();
+      if (end_when_holding_) return grpc::Status::OK;
       response.Clear();
       for (const v1::Event& event : request.events().events()) {
         if (!poison_key_.empty() && event.key() == poison_key_ &&
@@ -173,6 +178,7 @@ class SimpleProcessor final : public v1::Processor::Service {
     return grpc::Status::OK;
   }
   int poison_received() const { return poison_received_; }
+  int64_t events_received() const { return events_received_; }
   size_t handled() const {
     absl::MutexLock lock(&mu_);
     return handled_.size();
@@ -182,7 +188,9 @@ class SimpleProcessor final : public v1::Processor::Service {
   const std::string name_;
   const std::string poison_key_;
   const std::string poison_payload_;
+  const bool end_when_holding_;
   std::atomic<int> poison_received_{0};
+  std::atomic<int64_t> events_received_{0};
   mutable absl::Mutex mu_;
   std::set<std::pair<int32_t, int64_t>> handled_ ABSL_GUARDED_BY(mu_);
 };
@@ -216,7 +224,7 @@ TEST(HostileWorkerTest, GarbageAfterReadyResetsTheStreamAndCommitsOnlyProcessedW
   int garbage_port = 0;
   std::unique_ptr<grpc::Server> server = Serve(&garbage, &garbage_port);
   ASSERT_NE(server, nullptr);
-  absl::StatusOr<Worker> good = StartWorker("good", 16);
+  absl::StatusOr<Worker> good = StartWorker("good-garbage", 16);
   ASSERT_TRUE(good.ok()) << good.status();
 
   // on_failure is skip (no dead-letter topic), and a short timeout: an event
@@ -249,6 +257,43 @@ TEST(HostileWorkerTest, GarbageAfterReadyResetsTheStreamAndCommitsOnlyProcessedW
   EXPECT_GT(garbage.events_received(), 0);
   EXPECT_THAT(log, HasSubstr("bytes that is not a ProcessResponse"));
   EXPECT_THAT(log, HasSubstr(absl::StrCat("a message of ", 10 << 20, " bytes")));
+  EXPECT_EQ(LastProgressValue(log, "failed"), 0) << LogTail(*ferry);
+  EXPECT_GT(LastProgressValue(log, "redelivered"), 0);
+}
+
+// A worker that ends its side of the stream while ferry holds events for it:
+// they are redelivered at once (not after the 60 s timeout) and processed by
+// the good worker.
+TEST(HostileWorkerTest, WorkerEndingItsStreamWhileHoldingEventsGetsThemRedelivered) {
+  constexpr int kEvents = 1000;
+  constexpr int kPartitions = 4;
+  absl::StatusOr<MockCluster> cluster = StartMockCluster("ending", kPartitions);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_TRUE(Produce(cluster->bootstrap, "ending", kEvents, 100, kPartitions).ok());
+  SimpleProcessor ending("ending", "", "", /*end_when_holding=*/true);
+  int ending_port = 0;
+  std::unique_ptr<grpc::Server> server = Serve(&ending, &ending_port);
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<Worker> good = StartWorker("good-ending", 16);
+  ASSERT_TRUE(good.ok()) << good.status();
+  absl::StatusOr<Subprocess> ferry = StartFerry(
+      FerryConfig(cluster->bootstrap, "ending-group", "ending",
+                  absl::StrCat("ipv4:127.0.0.1:", ending_port, ",127.0.0.1:", good->port), 4),
+      "ferry-ending");
+  ASSERT_TRUE(ferry.ok()) << ferry.status();
+  absl::StatusOr<test_tools::GroupProgress> progress = WaitAllCommitted(
+      cluster->bootstrap, "ending", "ending-group", kEvents, *ferry, absl::Seconds(40));
+  ASSERT_TRUE(progress.ok()) << progress.status() << "\n" << LogTail(*ferry);
+  EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0);
+  server->Shutdown();
+  ASSERT_EQ(Terminate(good->process, absl::Seconds(30)).value_or(-1), 0);
+  absl::StatusOr<std::vector<HandledEvent>> handled = ReadHandledEvents(good->record_path);
+  ASSERT_TRUE(handled.ok()) << handled.status();
+  std::set<std::pair<int32_t, int64_t>> processed;
+  for (const HandledEvent& event : *handled) processed.insert({event.partition, event.offset});
+  EXPECT_EQ(processed.size(), static_cast<size_t>(kEvents));
+  EXPECT_GT(ending.events_received(), 0);
+  const std::string log = ferry->Log();
   EXPECT_EQ(LastProgressValue(log, "failed"), 0) << LogTail(*ferry);
   EXPECT_GT(LastProgressValue(log, "redelivered"), 0);
 }
