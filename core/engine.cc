@@ -8,7 +8,6 @@
 #include "core/events_wire.h"
 #include "core/log.h"
 #include "core/worker_text.h"
-#include "google/protobuf/io/coded_stream.h"
 
 namespace ferry {
 

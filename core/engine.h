@@ -22,6 +22,11 @@
 //     it); a full delay stage pauses fetching like a full budget.
 //   * RETRY waits out an exponential backoff (with jitter, at least the
 //     worker's retry_after) at the head of its lane, up to max_attempts.
+//   * A lost stream's in-flight events are redelivered (not an attempt), a
+//     bounded number of times: core/redelivery.h (events lost twice are
+//     quarantined, one per stream). A worker that breaks the protocol
+//     (OnProtocolError, Results or Credit before Ready, an unknown status)
+//     has its stream reset. Worker strings are sanitized (core/worker_text.h).
 //   * A terminal failure follows its policy: dlq (done only once the dead
 //     letter is acknowledged), skip (done now), block (its partition holds
 //     until an operator acts).
