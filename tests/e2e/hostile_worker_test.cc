@@ -42,25 +42,24 @@ grpc::ByteBuffer Bytes(const std::string& bytes) {
 }
 
 // Sends Ready, and once it holds events answers with bytes that do not parse
-// as a ProcessResponse: a few on odd streams, 10 MB on even ones. It never
-// answers an event and never ends the call itself.
+// as a ProcessResponse: a few bytes the first time, 10 MB the next, and so on.
+// It never answers an event and never ends the call itself.
 class GarbageService final
     : public v1::Processor::WithRawCallbackMethod_Process<v1::Processor::Service> {
  public:
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Process(
       grpc::CallbackServerContext* /*context*/) override {
-    const int stream = ++streams_;
-    return new Reactor(this, stream % 2 == 1 ? std::string("garbage!")
-                                             : std::string(10 << 20, '\xff'));
+    ++streams_;
+    return new Reactor(this);
   }
   int streams() const { return streams_; }
+  int garbage_sent() const { return garbage_sent_; }
   int64_t events_received() const { return events_received_; }
 
  private:
   class Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
-    Reactor(GarbageService* service, std::string garbage)
-        : service_(service), garbage_(Bytes(garbage)) {
+    explicit Reactor(GarbageService* service) : service_(service) {
       v1::ProcessResponse ready;
       ready.mutable_ready()->set_max_in_flight(64);
       ready.mutable_ready()->set_worker_name("garbage");
@@ -105,6 +104,8 @@ class GarbageService final
       if (!garbage_due_ || garbage_sent_ || writing_ || !reading_) return;
       garbage_sent_ = true;
       writing_ = true;
+      garbage_ = Bytes(service_->garbage_sent_++ % 2 == 0 ? std::string("garbage!")
+                                                          : std::string(10 << 20, '\xff'));
       StartWrite(&garbage_);
     }
     // Finishes once ferry has ended the call (reads fail) and no write is
@@ -128,6 +129,7 @@ class GarbageService final
   };
 
   std::atomic<int> streams_{0};
+  std::atomic<int> garbage_sent_{0};
   std::atomic<int64_t> events_received_{0};
 };
 
@@ -224,7 +226,9 @@ TEST(HostileWorkerTest, GarbageAfterReadyResetsTheStreamAndCommitsOnlyProcessedW
   int garbage_port = 0;
   std::unique_ptr<grpc::Server> server = Serve(&garbage, &garbage_port);
   ASSERT_NE(server, nullptr);
-  absl::StatusOr<Worker> good = StartWorker("good-garbage", 16);
+  // 2 ms per event keeps the run long enough for reset streams to reconnect
+  // and take events again.
+  absl::StatusOr<Worker> good = StartWorker("good-garbage", 16, 0, {"--work_us=2000"});
   ASSERT_TRUE(good.ok()) << good.status();
 
   // on_failure is skip (no dead-letter topic), and a short timeout: an event
@@ -238,8 +242,9 @@ TEST(HostileWorkerTest, GarbageAfterReadyResetsTheStreamAndCommitsOnlyProcessedW
   absl::StatusOr<test_tools::GroupProgress> progress = WaitAllCommitted(
       cluster->bootstrap, "garbage", "garbage-group", kEvents, *ferry, absl::Seconds(120));
   ASSERT_TRUE(progress.ok()) << progress.status() << "\n" << LogTail(*ferry);
-  // Both kinds of garbage (a few bytes, 10 MB) reset a stream that then
-  // reconnects.
+  // Both kinds of garbage (a few bytes, 10 MB) were sent, each resetting a
+  // stream that then reconnected.
+  EXPECT_GE(garbage.garbage_sent(), 2);
   EXPECT_TRUE(WaitFor([&garbage] { return garbage.streams() >= 3; }, absl::Seconds(30)))
       << garbage.streams() << "\n" << LogTail(*ferry);
   EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0);
