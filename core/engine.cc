@@ -6,8 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/engine_stats.h"
 #include "core/event_header.h"
+#include "core/events_wire.h"
 #include "core/log.h"
-#include "google/protobuf/io/coded_stream.h"
+#include "core/worker_text.h"
 
 namespace ferry {
 
@@ -90,7 +91,8 @@ Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_
       lane_marked_ready_(static_cast<size_t>(lanes_.count()), false),
       unordered_(config.processors.size() * static_cast<size_t>(plan_.flow_count())),
       scheduler_(plan_, static_cast<int>(config.processors.size())),
-      last_stream_used_(config.processors.size(), 0) {
+      last_stream_used_(config.processors.size(), 0),
+      quarantine_(config.processors.size()) {
   for (size_t i = 0; i < config_.processors.size(); ++i) {
     for (const std::string& type : config_.processors[i].event_types) {
       if (type == "*") {
@@ -189,6 +191,10 @@ int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
     } else {
       ++it;
     }
+  }
+  for (QueuedEvent& queued : TakeQuarantinedLocked(is_dropped)) {
+    if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
+    release_budget(queued);
   }
   delayed_.RemovePartitions(
       [&partitions](const std::string& topic, int32_t partition) {
@@ -345,6 +351,14 @@ absl::StatusOr<std::string> Engine::SkipOffset(const TopicPartition& tp, int64_t
         break;
       }
     }
+  }
+  if (!taken.has_value()) {
+    std::vector<QueuedEvent> quarantined =
+        TakeQuarantinedLocked([&tp, offset](const QueuedEvent& queued) {
+          return queued.event->offset() == offset && queued.event->partition() == tp.partition &&
+                 queued.event->topic() == tp.topic;
+        });
+    if (!quarantined.empty()) taken = std::move(quarantined.front());
   }
   if (!taken.has_value()) {
     const std::optional<int64_t> lowest = entry->second.state.LowestUnfinished();
@@ -533,13 +547,14 @@ void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight, const std::strin
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
+  if (entry.resetting) return;
   if (entry.ready) {
     CountProtocolErrorLocked(entry.processor);
     LogWarn("engine", entry.stream->Describe(), " sent Ready twice; ignoring the second");
     return;
   }
   entry.ready = true;
-  entry.worker_name = worker_name;
+  entry.worker_name = SanitizeWorkerName(worker_name);
   // The worker's credit; Credit messages add to it. Dispatch also keeps the
   // stream under ferry's own cap (processor max_in_flight).
   entry.credit = max_in_flight;
@@ -553,24 +568,14 @@ void Engine::OnCredit(int64_t stream_id, uint32_t credit) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
   StreamEntry& entry = it->second;
+  if (entry.resetting) return;
   if (!entry.ready) {
-    CountProtocolErrorLocked(entry.processor);
-    LogWarn("engine", entry.stream->Describe(), " sent Credit before Ready; ignoring it");
+    // README: Results or Credit before Ready reset the stream.
+    ProtocolErrorLocked(stream_id, "Credit before Ready");
     return;
   }
   AddCreditLocked(entry, credit);
   DispatchLocked();
-}
-
-void Engine::AddCreditLocked(StreamEntry& entry, uint32_t credit) {
-  // Credit beyond any sensible amount is clamped; ferry's own cap still
-  // bounds what is outstanding.
-  constexpr int64_t kMaxCredit = int64_t{1} << 31;
-  entry.credit += credit;
-  if (entry.credit > kMaxCredit) {
-    CountProtocolErrorLocked(entry.processor);
-    entry.credit = kMaxCredit;
-  }
 }
 
 void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
@@ -582,12 +587,12 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
     return;
   }
   const int stream_processor = stream->second.processor;
-  if (!stream->second.ready) {
-    // Nothing was sent before Ready, so none of these ids can be ours.
-    CountProtocolErrorLocked(stream_processor);
+  if (!stream->second.ready || stream->second.resetting) {
+    // Nothing was sent before Ready, so none of these ids can be ours; and
+    // the events of a stream being reset were already given back.
     counters_.stale_results += results.results_size();
     if (stats_ != nullptr) stats_->StaleResults(stream_processor, results.results_size());
-    LogWarn("engine", stream->second.stream->Describe(), " sent Results before Ready; ignored");
+    if (!stream->second.resetting) ProtocolErrorLocked(stream_id, "Results before Ready");
     return;
   }
   const absl::Time now = stats_ != nullptr ? clock_->Now() : absl::InfinitePast();
@@ -626,12 +631,14 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
         break;
       case v1::Result::RETRY:
         RetryOrFailLocked(std::move(queued), result.retry_after_ms(),
-                          result.message().empty() ? "RETRY" : result.message());
+                          result.message().empty() ? std::string("RETRY")
+                                                   : SanitizeWorkerMessage(result.message()));
         break;
       default:  // FAIL; an unspecified status counts as FAIL (see the proto)
         ++counters_.failed;
-        FailLocked(std::move(queued),
-                   result.message().empty() ? std::string("FAIL (no message)") : result.message());
+        FailLocked(std::move(queued), result.message().empty()
+                                          ? std::string("FAIL (no message)")
+                                          : SanitizeWorkerMessage(result.message()));
         break;
     }
   }
@@ -767,57 +774,16 @@ void Engine::OnDeadLetterWritten(uint64_t token, absl::Status status) {
   dead_letters_pending_.erase(it);
 }
 
-void Engine::ProtocolErrorLocked(int64_t stream_id, const std::string& what) {
-  auto stream = streams_.find(stream_id);
-  if (stream == streams_.end()) return;
-  CountProtocolErrorLocked(stream->second.processor);
-  LogWarn("engine", stream->second.stream->Describe(), " broke the protocol (", what,
-          "); resetting the stream, its events will be redelivered");
-  RequeueStreamEventsLocked(stream_id);
-  // Nothing more goes to it; it is closed and reopened by the pool.
-  stream->second.ready = false;
-  stream->second.credit = 0;
-  if (stream_resetter_) stream_resetter_(stream->second.stream);
+void Engine::OnProtocolError(int64_t stream_id, const std::string& what) {
+  SendingLock lock(this);
+  ProtocolErrorLocked(stream_id, what);
+  DispatchLocked();
 }
 
-void Engine::RequeueStreamEventsLocked(int64_t stream_id) {
-  std::vector<QueuedEvent> requeue;
-  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    if (it->second.stream_id == stream_id) {
-      requeue.push_back(std::move(it->second.queued));
-      in_flight_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
-  // Highest offsets first: each goes to the front of its lane, so the lane
-  // ends up in offset order.
-  std::sort(requeue.begin(), requeue.end(), [](const QueuedEvent& a, const QueuedEvent& b) {
-    return a.event->offset() > b.event->offset();
-  });
-  const absl::Time now = clock_->Now();
-  for (QueuedEvent& queued : requeue) {
-    ++counters_.redelivered;
-    if (stats_ != nullptr) stats_->Redelivered(queued.processor, queued.type_index);
-    queued.redelivery = true;
-    queued.queued_at = now;
-    if (queued.lane >= 0) lanes_.RemoveInFlight(queued.lane);
-    EnqueueLocked(std::move(queued), /*front=*/true, /*even_if_paused=*/true);
-  }
-  auto stream = streams_.find(stream_id);
-  if (stream != streams_.end()) {
-    if (!requeue.empty()) {
-      LogWarn("engine", "stream ", stream->second.stream->Describe(), ": ", requeue.size(),
-              " in-flight events will be redelivered");
-    }
-    stream->second.in_flight = 0;
-  }
-}
-
-void Engine::OnStreamClosed(int64_t stream_id) {
+void Engine::OnStreamClosed(int64_t stream_id, const std::string& why) {
   SendingLock lock(this);
   if (streams_.find(stream_id) == streams_.end()) return;
-  RequeueStreamEventsLocked(stream_id);
+  RequeueStreamEventsLocked(stream_id, why);
   streams_.erase(stream_id);
   // Messages not yet taken by a sender are dropped (their events were just
   // re-queued); one being sent right now must finish before this returns.
@@ -1028,6 +994,7 @@ EngineSnapshot Engine::Snapshot() const {
     if (size > 0 || lanes_.busy(lane)) ++snapshot.lanes_in_use;
   }
   for (const auto& queue : unordered_) snapshot.queued_events += static_cast<int64_t>(queue.size());
+  for (const auto& queue : quarantine_) snapshot.queued_events += static_cast<int64_t>(queue.size());
   snapshot.delay_stage_events = delayed_.size();
   snapshot.delayed_events = static_cast<int64_t>(retries_.size()) + delayed_.size();
   snapshot.dead_letters_pending = static_cast<int64_t>(dead_letters_pending_.size());
@@ -1101,46 +1068,19 @@ void Engine::NoteBegunLocked(PartitionEntry& entry, int64_t offset, absl::Time n
   if (!entry.start_offset.has_value()) entry.start_offset = offset;
 }
 
-void Engine::CountProtocolErrorLocked(int processor) {
-  ++counters_.protocol_errors;
-  if (stats_ != nullptr) stats_->ProtocolError(processor);
-}
-
 void Engine::StopDispatching() {
   absl::MutexLock lock(&mu_);
   dispatching_stopped_ = true;
 }
-
-namespace {
-
-// Field 1 of v1::Events (length-delimited) and the longest varint length
-// before an event's bytes.
-constexpr uint8_t kEventsEventTag = 0x0a;
-constexpr int64_t kEventFraming = 1 + 10;
-
-// Appends `event` (whose ByteSizeLong() is `size`) to an Events message's
-// wire bytes: the serialization gRPC would otherwise do on a copy.
-void AppendEventWire(const v1::Event& event, size_t size, EventsWire* wire) {
-  using google::protobuf::io::CodedOutputStream;
-  std::string& out = wire->bytes;
-  if (out.empty()) out.reserve((size + kEventFraming) * 16);
-  const size_t at = out.size();
-  const size_t header = 1 + CodedOutputStream::VarintSize64(size);
-  out.resize(at + header + size);
-  auto* target = reinterpret_cast<uint8_t*>(&out[at]);
-  *target++ = kEventsEventTag;
-  target = CodedOutputStream::WriteVarint64ToArray(size, target);
-  event.SerializeWithCachedSizesToArray(target);
-  ++wire->count;
-}
-
-}  // namespace
 
 void Engine::DispatchLocked() {
   if (dispatching_stopped_) return;
   const absl::Time now = clock_->Now();
   for (size_t processor = 0; processor < config_.processors.size(); ++processor) {
     const ProcessorConfig& processor_config = config_.processors[processor];
+    // Events whose streams keep being lost go first, each to a stream of its
+    // own (core/redelivery.h).
+    DispatchQuarantinedLocked(static_cast<int>(processor), now);
     // Whether flow `flow` may have an event for this processor.
     auto has_work = [this, processor](int flow) {
       const size_t queue = QueueIndex(static_cast<int>(processor), flow);
@@ -1178,8 +1118,9 @@ void Engine::DispatchLocked() {
     // Streams of this processor with credit, starting after the one used
     // last so load spreads round-robin.
     const int64_t cap = processor_config.max_in_flight;
-    auto has_room = [cap](const StreamEntry& stream) {
-      return stream.ready && stream.credit > 0 && stream.in_flight < cap;
+    auto has_room = [this, cap](const StreamEntry& stream) {
+      return stream.ready && stream.credit > 0 && stream.in_flight < cap && !stream.reserved &&
+             !HoldsQuarantinedLocked(stream);
     };
     std::vector<int64_t>& candidates = candidates_;
     candidates.clear();
@@ -1231,29 +1172,22 @@ void Engine::DispatchLocked() {
       if (next >= candidates.size()) next = 0;
       const int64_t stream_id = candidates[next];
       StreamEntry& stream = streams_[stream_id];
-      const uint64_t id = MakeDeliveryId(taken->epoch, next_delivery_id_++);
-      taken->event->set_id(id);
-      taken->event->set_deadline_ms(absl::ToUnixMillis(now + processor_config.timeout));
-      const size_t event_size = taken->event->ByteSizeLong();
+      // An event redelivered after a lost stream travels alone
+      // (core/redelivery.h).
+      const bool alone = taken->strikes > 0;
+      const v1::Event& event = StartDeliveryLocked(std::move(*taken), stream_id, stream, now);
+      const size_t event_size = event.ByteSizeLong();
       Batch* batch = &batch_for(stream_id);
-      if (static_cast<int64_t>(batch->events.bytes.size() + event_size) + kEventFraming >
-          processor_config.max_batch_bytes) {
+      if (alone || static_cast<int64_t>(batch->events.bytes.size() + event_size) +
+                           kEventFraming >
+                       processor_config.max_batch_bytes) {
         flush(*batch);
       }
-      AppendEventWire(*taken->event, event_size, &batch->events);
-      if (stats_ != nullptr) {
-        stats_->Dispatched(taken->processor, taken->type_index, now - taken->queued_at,
-                           taken->redelivery);
+      AppendEventWire(event, event_size, &batch->events);
+      if (alone) {
+        batch->events.alone = true;
+        flush(*batch);
       }
-      taken->redelivery = false;
-      InFlight& flight = in_flight_[id];
-      flight.queued = std::move(*taken);
-      flight.stream_id = stream_id;
-      flight.deadline = now + processor_config.timeout;
-      flight.dispatched_at = now;
-      --stream.credit;
-      ++stream.in_flight;
-      ++counters_.dispatched;
       last_stream_used_[processor] = stream_id;
       if (batch->events.count >= processor_config.max_batch) flush(*batch);
       if (!has_room(stream)) {
@@ -1265,6 +1199,28 @@ void Engine::DispatchLocked() {
     }
     for (Batch& batch : batches) flush(batch);
   }
+}
+
+const v1::Event& Engine::StartDeliveryLocked(QueuedEvent queued, int64_t stream_id,
+                                             StreamEntry& stream, absl::Time now) {
+  const absl::Duration timeout = config_.processors[queued.processor].timeout;
+  const uint64_t id = MakeDeliveryId(queued.epoch, next_delivery_id_++);
+  queued.event->set_id(id);
+  queued.event->set_deadline_ms(absl::ToUnixMillis(now + timeout));
+  if (stats_ != nullptr) {
+    stats_->Dispatched(queued.processor, queued.type_index, now - queued.queued_at,
+                       queued.redelivery);
+  }
+  queued.redelivery = false;
+  InFlight& flight = in_flight_[id];
+  flight.queued = std::move(queued);
+  flight.stream_id = stream_id;
+  flight.deadline = now + timeout;
+  flight.dispatched_at = now;
+  --stream.credit;
+  ++stream.in_flight;
+  ++counters_.dispatched;
+  return *flight.queued.event;
 }
 
 }  // namespace ferry

@@ -22,6 +22,11 @@
 //     it); a full delay stage pauses fetching like a full budget.
 //   * RETRY waits out an exponential backoff (with jitter, at least the
 //     worker's retry_after) at the head of its lane, up to max_attempts.
+//   * A lost stream's in-flight events are redelivered (not an attempt), a
+//     bounded number of times: core/redelivery.h (events lost twice are
+//     quarantined, one per stream). A worker that breaks the protocol
+//     (OnProtocolError, Results or Credit before Ready, an unknown status)
+//     has its stream reset. Worker strings are sanitized (core/worker_text.h).
 //   * A terminal failure follows its policy: dlq (done only once the dead
 //     letter is acknowledged), skip (done now), block (its partition holds
 //     until an operator acts).
@@ -111,6 +116,7 @@ struct EngineCounters {
   int64_t skipped = 0;            // terminal failures skipped by policy
   int64_t blocked = 0;            // terminal failures holding their partition
   int64_t protocol_errors = 0;    // malformed worker traffic
+  int64_t redelivery_limit = 0;   // events failed after too many lost streams (core/redelivery.h)
 };
 
 struct PartitionSnapshot {
@@ -224,16 +230,25 @@ class Engine {
   // Registers a stream of processor `processor_index` (index into
   // Config::processors). No event is sent before OnReady.
   int64_t AddStream(int processor_index, WorkerStream* stream);
-  // `worker_name` is what the worker calls itself (shown in GetStatus).
+  // `worker_name` is what the worker calls itself (shown in GetStatus); it is
+  // stored sanitized (core/worker_text.h), like Result messages.
   void OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name = "");
   void OnCredit(int64_t stream_id, uint32_t credit);
   // Applies the results, then the credit they carry (Results.credit), then
   // dispatches once.
   void OnResults(int64_t stream_id, const v1::Results& results);
   // The stream is gone: its in-flight events go back to the front of their
-  // lanes (a redelivery, not a failed attempt). After this returns the engine
-  // never touches `stream` again.
-  void OnStreamClosed(int64_t stream_id);
+  // lanes (a redelivery, not a failed attempt; bounded, core/redelivery.h).
+  // `why` (sanitized by the caller) names the cause in the error of an event
+  // that reaches the redelivery limit. After this returns the engine never
+  // touches `stream` again.
+  void OnStreamClosed(int64_t stream_id, const std::string& why = "");
+  // The stream sent something that breaks the protocol (e.g. bytes that do
+  // not parse as a ProcessResponse; `what` says which, sanitized by the
+  // caller): counted, logged (rate-limited), its in-flight events are
+  // redelivered, nothing more is dispatched to it and it is reset. Later
+  // traffic from it is ignored.
+  void OnProtocolError(int64_t stream_id, const std::string& what);
 
   // Asks for a stream to be reset (closed and reopened) after the worker
   // broke the protocol; implemented by the WorkerPool.
@@ -307,6 +322,8 @@ class Engine {
     int type_index = 0;
     absl::Time queued_at;
     bool redelivery = false;
+    // Lost streams it was in flight on (core/redelivery.h).
+    int strikes = 0;
   };
   struct PendingDeadLetter {
     QueuedEvent queued;
@@ -342,6 +359,16 @@ class Engine {
     int64_t credit = 0;  // granted minus sent
     int64_t in_flight = 0;
     std::string worker_name;
+    // A protocol error asked for its reset: nothing more is sent to it and
+    // what it sends is ignored until it is closed.
+    bool resetting = false;
+    // Quarantine (core/redelivery.h): the delivery id of the quarantined
+    // event it holds (nothing else is sent to it meanwhile), and whether it
+    // is being drained to take one.
+    uint64_t quarantined_id = 0;
+    bool reserved = false;
+    // Why it is being reset (for the redelivery-limit error).
+    std::string reset_reason;
   };
 
   // One queued message for a stream (events, or a cancel when `cancel`).
@@ -394,8 +421,26 @@ class Engine {
   // and the stream is reset.
   void ProtocolErrorLocked(int64_t stream_id, const std::string& what)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RequeueStreamEventsLocked(int64_t stream_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives the stream's in-flight events back for redelivery, charging them
+  // (core/redelivery.h); those past the limit take the failure policy with
+  // an error naming `why`, the stream's loss.
+  void RequeueStreamEventsLocked(int64_t stream_id, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseLaneLocked(const QueuedEvent& queued) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stamps a delivery id and deadline on the event and moves it to the
+  // in-flight table on the stream (credit, counts); returns the event, to be
+  // appended to an Events message before the next delivery starts.
+  const v1::Event& StartDeliveryLocked(QueuedEvent queued, int64_t stream_id,
+                                       StreamEntry& stream, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Quarantined events (core/redelivery.h): each goes, alone, to a stream of
+  // `processor` with nothing in flight; when there is none, one stream is
+  // reserved (gets nothing new) until it drains.
+  void DispatchQuarantinedLocked(int processor, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HoldsQuarantinedLocked(const StreamEntry& stream) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes and returns the quarantined events that `match`.
+  std::vector<QueuedEvent> TakeQuarantinedLocked(
+      const std::function<bool(const QueuedEvent&)>& match) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records that `offset` of `entry` was consumed at `now`.
   static void NoteBegunLocked(PartitionEntry& entry, int64_t offset, absl::Time now);
   void CountProtocolErrorLocked(int processor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -446,6 +491,11 @@ class Engine {
   int paused_partitions_ ABSL_GUARDED_BY(mu_) = 0;
   // Failures can come once per record: at most 20 lines per 10 s.
   LogRateLimiter failure_log_limiter_ ABSL_GUARDED_BY(mu_){20, absl::Seconds(10)};
+  // A hostile worker can break the protocol on every reconnect.
+  LogRateLimiter protocol_log_limiter_ ABSL_GUARDED_BY(mu_){20, absl::Seconds(10)};
+  // Per processor: events lost with their streams too often to share one,
+  // waiting for a stream of their own (their lanes stay busy meanwhile).
+  std::vector<std::deque<QueuedEvent>> quarantine_ ABSL_GUARDED_BY(mu_);
   // Retries waiting out their backoff (their lanes stay busy meanwhile).
   std::multimap<absl::Time, QueuedEvent> retries_ ABSL_GUARDED_BY(mu_);
   // Dead letters being written, by token; and failed writes waiting to retry.

@@ -118,6 +118,12 @@ EngineStats::EngineStats(prometheus::Registry& registry, const Config& config) {
                                  .Help("Malformed worker traffic (the stream is reset when it "
                                        "cannot continue)")
                                  .Register(registry);
+  redelivery_limit_family_ = &prometheus::BuildCounter()
+                                  .Name("ferry_redelivery_limit_total")
+                                  .Help("Events that took the failure policy because their "
+                                        "worker stream was lost too many times while they "
+                                        "were in flight (a message workers keep rejecting)")
+                                  .Register(registry);
   duplicates_ = &prometheus::BuildCounter()
                      .Name("ferry_duplicate_records_total")
                      .Help("Records read twice within one assignment, ignored")
@@ -208,6 +214,7 @@ EngineStats::PerProcessor& EngineStats::ForProcessor(int processor) {
     const prometheus::Labels labels = {{"processor", processor_labels_[index]}};
     entry.stale_results = &stale_family_->Add(labels);
     entry.protocol_errors = &protocol_errors_family_->Add(labels);
+    entry.redelivery_limit = &redelivery_limit_family_->Add(labels);
   }
   return entry;
 }
@@ -252,5 +259,9 @@ void EngineStats::StaleResults(int processor, int64_t count) {
 }
 
 void EngineStats::ProtocolError(int processor) { ForProcessor(processor).protocol_errors->Increment(); }
+
+void EngineStats::RedeliveryLimit(int processor) {
+  ForProcessor(processor).redelivery_limit->Increment();
+}
 
 }  // namespace ferry

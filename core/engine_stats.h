@@ -77,6 +77,9 @@ class EngineStats {
   // ---- Per processor ----
   void StaleResults(int processor, int64_t count);
   void ProtocolError(int processor);
+  // An event failed because its worker stream kept being lost
+  // (core/redelivery.h); it also counts as a terminal failure.
+  void RedeliveryLimit(int processor);
 
  private:
   struct Series {
@@ -96,6 +99,7 @@ class EngineStats {
   struct PerProcessor {
     prometheus::Counter* stale_results = nullptr;
     prometheus::Counter* protocol_errors = nullptr;
+    prometheus::Counter* redelivery_limit = nullptr;
   };
 
   const std::string& ProcessorLabel(int processor) const;
@@ -121,6 +125,7 @@ class EngineStats {
   prometheus::Family<prometheus::Counter>* poison_family_;
   prometheus::Family<prometheus::Counter>* stale_family_;
   prometheus::Family<prometheus::Counter>* protocol_errors_family_;
+  prometheus::Family<prometheus::Counter>* redelivery_limit_family_;
   prometheus::Counter* duplicates_;
   prometheus::Counter* dropped_on_revoke_;
   prometheus::Counter* dead_letter_errors_;

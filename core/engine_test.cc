@@ -473,32 +473,8 @@ TEST_F(EngineTest, DeliveryIdsCarryTheEpochAndStayUnique) {
   EXPECT_EQ(sent[1].id() >> 40, 2u);
 }
 
-TEST_F(EngineTest, ResultsBeforeReadyAndUnknownStatusAreProtocolErrors) {
-  FakeWorkerStream stream("s");
-  const int64_t id = engine_.AddStream(0, &stream);
-  std::vector<WorkerStream*> resets;
-  engine_.SetStreamResetter([&resets](WorkerStream* s) { resets.push_back(s); });
-  engine_.OnResults(id, ResultFor(1, v1::Result::OK));
-  engine_.OnCredit(id, 5);
-  EXPECT_EQ(engine_.Snapshot().counters.protocol_errors, 2);
-  engine_.OnReady(id, 10);
-  engine_.OnReady(id, 10);
-  EXPECT_EQ(engine_.Snapshot().counters.protocol_errors, 3);
-  engine_.Submit(MakeEvent(0, 0, "a"), 1);
-  const uint64_t event_id = stream.TakeHeld()[0].id();
-  engine_.OnResults(id, ResultFor(event_id, static_cast<v1::Result::Status>(42)));
-  EXPECT_EQ(engine_.Snapshot().counters.protocol_errors, 4);
-  EXPECT_THAT(resets, ElementsAre(&stream));
-  // The event is not lost: it goes to the next stream, as a redelivery.
-  engine_.OnStreamClosed(id);
-  FakeWorkerStream next("next");
-  Connect(next, 10);
-  std::vector<v1::Event> redelivered = next.TakeHeld();
-  ASSERT_EQ(redelivered.size(), 1u);
-  EXPECT_EQ(redelivered[0].offset(), 0);
-  EXPECT_EQ(redelivered[0].attempt(), 1);
-  EXPECT_EQ(engine_.Buffered(), 1);
-}
+// Protocol errors (results or credit before Ready, unknown statuses, bytes
+// that do not parse) are tested in engine_stream_test.cc.
 
 TEST_F(EngineTest, UnspecifiedStatusCountsAsFail) {
   FakeWorkerStream stream("s");

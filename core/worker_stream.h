@@ -24,6 +24,9 @@ namespace ferry {
 struct EventsWire {
   std::string bytes;
   int count = 0;  // events in `bytes`
+  // Sent as a message of its own, never coalesced with another: it holds an
+  // event redelivered after a lost stream (core/redelivery.h).
+  bool alone = false;
 };
 
 class WorkerStream {

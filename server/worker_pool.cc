@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/log.h"
 #include "core/worker_stream.h"
+#include "core/worker_text.h"
 #include "ferry/v1/processor.grpc.pb.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "server/tls_credentials.h"
@@ -50,9 +51,12 @@ absl::Duration BackoffFor(int failures) {
 //
 // Requests go out as bytes (grpc::ByteBuffer): the engine hands over Events
 // already serialized (core/worker_stream.h), so the stream only puts the
-// ProcessRequest framing in front; responses are parsed as usual.
+// ProcessRequest framing in front. Responses come in as bytes too and are
+// parsed here: gRPC's own parse failure would only end the read (the call
+// left open, the events on it stranded), while here it is a protocol error
+// that resets the stream.
 class WorkerPool::StreamReactor final
-    : public grpc::ClientBidiReactor<grpc::ByteBuffer, v1::ProcessResponse>,
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       public WorkerStream {
  public:
   StreamReactor(WorkerPool* pool, Slot* slot, ProcessStub* stub, std::string name)
@@ -62,7 +66,7 @@ class WorkerPool::StreamReactor final
     context_.AddMetadata(kResultsCreditHeader, "1");
     stub->PrepareBidiStreamingCall(&context_, kProcessMethod, grpc::StubOptions(), this);
     AddHold();
-    StartRead(&response_);
+    StartRead(&read_buffer_);
   }
 
   // Starts the RPC. Called without the pool's lock: gRPC may run callbacks
@@ -75,6 +79,7 @@ class WorkerPool::StreamReactor final
     Pending pending;
     pending.events = true;
     pending.count = events.count;
+    pending.alone = events.alone;
     pending.bytes = std::move(events.bytes);
     Enqueue(std::move(pending));
   }
@@ -100,6 +105,21 @@ class WorkerPool::StreamReactor final
   // gRPC callbacks.
   void OnReadDone(bool ok) override {
     if (!ok) {
+      // Reading ended: the worker finished or closed its side, or the
+      // transport failed. Cancel the call so OnDone runs now and the events
+      // in flight on it are redelivered, rather than waiting for a status
+      // that may never come while ferry still counts on the stream.
+      context_.TryCancel();
+      EndReading();
+      return;
+    }
+    const size_t size = read_buffer_.Length();
+    if (!grpc::SerializationTraits<v1::ProcessResponse>::Deserialize(&read_buffer_, &response_)
+             .ok()) {
+      pool_->engine_->OnProtocolError(
+          stream_id_, absl::StrCat("a message of ", size, " bytes that is not a ProcessResponse"));
+      RequestReset();
+      context_.TryCancel();
       EndReading();
       return;
     }
@@ -111,7 +131,7 @@ class WorkerPool::StreamReactor final
         }
         {
           absl::MutexLock lock(&mu_);
-          worker_name_ = response_.ready().worker_name();
+          if (!ready_) worker_name_ = SanitizeWorkerName(response_.ready().worker_name());
           ready_ = true;
         }
         pool_->engine_->OnReady(stream_id_, response_.ready().max_in_flight(),
@@ -123,12 +143,20 @@ class WorkerPool::StreamReactor final
       case v1::ProcessResponse::kResults:
         pool_->engine_->OnResults(stream_id_, response_.results());
         break;
-      default:
-        LogWarn("workers", name_, ": ignoring an empty ProcessResponse");
+      default: {
+        // Perhaps a kind from a newer protocol: ignored, but a worker can
+        // send these in a loop, so the line is rate-limited.
+        int64_t suppressed = 0;
+        if (pool_->AllowMessageLog(&suppressed)) {
+          LogWarn("workers", name_, ": ignoring an empty ProcessResponse",
+                  suppressed > 0 ? absl::StrCat(" (", suppressed, " similar lines suppressed)")
+                                 : "");
+        }
         break;
+      }
     }
     response_.Clear();
-    StartRead(&response_);
+    StartRead(&read_buffer_);
   }
 
   void OnWriteDone(bool ok) override {
@@ -148,9 +176,15 @@ class WorkerPool::StreamReactor final
   }
 
   void OnDone(const grpc::Status& status) override {
+    // The status message comes from the worker: sanitized before any log.
+    const bool clean = status.ok() || status.error_code() == grpc::StatusCode::CANCELLED;
+    const std::string why =
+        clean ? std::string("stream closed")
+              : absl::StrCat("stream ended: ", SanitizeWorkerMessage(status.error_message()),
+                             " (code ", static_cast<int>(status.error_code()), ")");
     // Give the engine back this stream's in-flight events first: after this
     // call it never touches `this` again.
-    pool_->engine_->OnStreamClosed(stream_id_);
+    pool_->engine_->OnStreamClosed(stream_id_, why);
     bool was_ready;
     {
       absl::MutexLock lock(&mu_);
@@ -159,14 +193,13 @@ class WorkerPool::StreamReactor final
     StreamEnd end = StreamEnd::kError;
     if (reset_requested_) {
       end = StreamEnd::kProtocolError;
-    } else if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
+    } else if (clean) {
       end = StreamEnd::kClosed;
     }
-    if (status.ok() || status.error_code() == grpc::StatusCode::CANCELLED) {
-      LogInfo("workers", name_, ": stream closed");
+    if (clean) {
+      LogInfo("workers", name_, ": ", why);
     } else {
-      LogWarn("workers", name_, ": stream ended: ", status.error_message(),
-              " (code ", static_cast<int>(status.error_code()), ")");
+      LogWarn("workers", name_, ": ", why);
     }
     // The pool deletes this reactor later (never while Stop may still be
     // closing it).
@@ -179,6 +212,7 @@ class WorkerPool::StreamReactor final
   // ProcessRequest (a Cancel).
   struct Pending {
     bool events = false;
+    bool alone = false;  // EventsWire::alone: never coalesced
     int count = 0;
     std::string bytes;
     grpc::ByteBuffer buffer;  // what is written, made when its turn comes
@@ -196,7 +230,8 @@ class WorkerPool::StreamReactor final
       // is delayed, and small dispatches coalesce instead of each paying for
       // its own message. Two Events messages' bytes back to back are one
       // Events message.
-      if (writing_ && pending_.size() >= 2 && request.events && pending_.back().events) {
+      if (writing_ && pending_.size() >= 2 && request.events && pending_.back().events &&
+          !request.alone && !pending_.back().alone) {
         const ProcessorConfig& processor = pool_->config_.processors[slot_->processor];
         Pending& queued = pending_.back();
         if (queued.count + request.count <= processor.max_batch &&
@@ -252,6 +287,7 @@ class WorkerPool::StreamReactor final
   const std::string name_;
   int64_t stream_id_ = 0;
   grpc::ClientContext context_;
+  grpc::ByteBuffer read_buffer_;
   v1::ProcessResponse response_;
   mutable absl::Mutex mu_;
   // Bounded: the engine never sends more events than the worker's credit.
@@ -352,7 +388,10 @@ void WorkerPool::OnStreamDone(Slot* slot, bool was_ready, StreamEnd end,
   if (stopping_) return;
   if (stats_ != nullptr) stats_->Reset(slot->processor, end);
   // A stream that got as far as Ready was healthy: start the backoff over.
-  slot->failures = was_ready ? 1 : slot->failures + 1;
+  // Not after a protocol error: a worker that breaks the protocol on every
+  // stream is reopened ever more slowly (its log lines and resets with it).
+  slot->failures =
+      was_ready && end != StreamEnd::kProtocolError ? 1 : slot->failures + 1;
   slot->reopen_at = absl::Now() + BackoffFor(slot->failures);
 }
 
@@ -502,6 +541,11 @@ void WorkerPool::StartConnectProbe(int p) {
         absl::MutexLock lock(&mu_);
         --probes_in_flight_;
       });
+}
+
+bool WorkerPool::AllowMessageLog(int64_t* suppressed) {
+  absl::MutexLock lock(&mu_);
+  return message_log_limiter_.Allow(absl::Now(), suppressed);
 }
 
 int WorkerPool::OpenStreams() const {

@@ -8,6 +8,16 @@
 // backoff with jitter, so a restarted worker is picked up without operator
 // action.
 //
+// Responses are read as bytes and parsed here: a message that does not parse
+// as a ProcessResponse is a protocol error (Engine::OnProtocolError: counted
+// in ferry_worker_protocol_errors_total, logged rate-limited, its events
+// redelivered) and the call is cancelled at once, so the stream ends like any
+// lost stream instead of staying half-dead. Any end of reading (the worker
+// finished or half-closed, a transport error) cancels the call too. A stream
+// reset for a protocol error is reopened with a growing backoff. Strings a
+// worker sends (its name, the status it ends the call with) are sanitized
+// (core/worker_text.h) before they reach a log line.
+//
 // With `tls:` on a processor the channel is TLS (server/tls_credentials.h):
 // the workers' certificate is verified and, with cert_file/key_file, ferry
 // presents a client certificate. A failed handshake is a connect failure
@@ -34,6 +44,7 @@
 #include "absl/time/time.h"
 #include "core/config.h"
 #include "core/engine.h"
+#include "core/log.h"
 #include "ferry/v1/processor.grpc.pb.h"
 #include "server/worker_pool_stats.h"
 
@@ -78,6 +89,8 @@ class WorkerPool {
   // Called by a reactor from OnDone; the reactor is deleted later.
   void OnStreamDone(Slot* slot, bool was_ready, StreamEnd end, StreamReactor* reactor);
   void DeleteFinishedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rate limit of log lines a worker causes per message.
+  bool AllowMessageLog(int64_t* suppressed);
   void ReconnectLoop();
 
   // One per processor; see Create().
@@ -91,8 +104,9 @@ class WorkerPool {
   WorkerPoolStats* const stats_;
   std::vector<std::shared_ptr<grpc::ChannelCredentials>> credentials_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
-  // Processor.Process with requests as bytes (see StreamReactor).
-  using ProcessStub = grpc::TemplatedGenericStub<grpc::ByteBuffer, ferry::v1::ProcessResponse>;
+  // Processor.Process with requests and responses as bytes (see
+  // StreamReactor).
+  using ProcessStub = grpc::TemplatedGenericStub<grpc::ByteBuffer, grpc::ByteBuffer>;
   std::vector<std::unique_ptr<ProcessStub>> stubs_;
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
@@ -106,6 +120,8 @@ class WorkerPool {
   std::vector<absl::Time> failing_since_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> next_failure_log_ ABSL_GUARDED_BY(mu_);
   int probes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Lines a worker can cause per message (empty responses).
+  LogRateLimiter message_log_limiter_ ABSL_GUARDED_BY(mu_){10, absl::Seconds(10)};
   std::thread reconnect_thread_;
   bool started_ = false;
   bool stopped_ = false;

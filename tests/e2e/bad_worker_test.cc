@@ -1,7 +1,8 @@
-// A worker that breaks the protocol: Results and Credit before Ready, Ready
-// twice, and results with a status no version of the protocol defines. ferry
-// counts it, resets the stream (so the worker reconnects), redelivers the
-// events elsewhere, keeps running and loses nothing.
+// A worker that breaks the protocol: Results or Credit before Ready (README:
+// the stream is reset), Ready twice (counted and ignored), and results with a
+// status no version of the protocol defines. ferry counts it, resets the
+// stream (so the worker reconnects), redelivers the events elsewhere, keeps
+// running and loses nothing.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
@@ -9,7 +10,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "ferry/v1/processor.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,22 +23,26 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Answers every event with status 42 after a series of protocol mistakes.
+// One protocol mistake per stream, in turn: Ready twice and then status 42
+// for every event; Results before Ready; Credit before Ready.
 class BadProcessor final : public v1::Processor::Service {
  public:
   grpc::Status Process(grpc::ServerContext* /*context*/,
                        grpc::ServerReaderWriter<v1::ProcessResponse, v1::ProcessRequest>* stream)
       override {
-    ++streams_;
+    const int kind = streams_++ % 3;
     v1::ProcessResponse response;
-    v1::Result* early = response.mutable_results()->add_results();
-    early->set_id(12345);
-    early->set_status(v1::Result::OK);
-    stream->Write(response);  // Results before Ready
-    response.Clear();
-    response.mutable_credit()->set_n(1000);
-    stream->Write(response);  // Credit before Ready
-    response.Clear();
+    if (kind == 1) {
+      v1::Result* early = response.mutable_results()->add_results();
+      early->set_id(12345);
+      early->set_status(v1::Result::OK);
+      stream->Write(response);  // Results before Ready
+      response.Clear();
+    } else if (kind == 2) {
+      response.mutable_credit()->set_n(1000);
+      stream->Write(response);  // Credit before Ready
+      response.Clear();
+    }
     response.mutable_ready()->set_max_in_flight(4);
     response.mutable_ready()->set_worker_name("bad");
     stream->Write(response);
@@ -86,13 +93,22 @@ TEST(BadWorkerTest, ProtocolErrorsResetTheStreamAndLoseNothing) {
   absl::StatusOr<test_tools::GroupProgress> progress =
       WaitAllCommitted(cluster->bootstrap, "bad", "bad-group", kEvents, *ferry, absl::Seconds(120));
   ASSERT_TRUE(progress.ok()) << progress.status() << "\n" << LogTail(*ferry);
+  // ferry keeps reconnecting to the bad worker: wait until it has shown each
+  // mistake (polling ferry's log, with a deadline).
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline &&
+         !(absl::StrContains(ferry->Log(), "(Results before Ready)") &&
+           absl::StrContains(ferry->Log(), "(Credit before Ready)"))) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
   EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0);
   server->Shutdown();
   ASSERT_EQ(Terminate(good->process, absl::Seconds(30)).value_or(-1), 0);
 
   const std::string log = ferry->Log();
-  EXPECT_THAT(log, HasSubstr("sent Results before Ready"));
-  EXPECT_THAT(log, HasSubstr("sent Credit before Ready"));
+  // Results or Credit before Ready reset the stream (README).
+  EXPECT_THAT(log, HasSubstr("broke the protocol (Results before Ready); resetting the stream"));
+  EXPECT_THAT(log, HasSubstr("broke the protocol (Credit before Ready); resetting the stream"));
   EXPECT_THAT(log, HasSubstr("sent Ready twice"));
   EXPECT_THAT(log, HasSubstr("broke the protocol (unknown result status 42)"));
   // The bad worker got events, had its streams reset and reconnected.

@@ -27,6 +27,7 @@ class FakeWorkerStream final : public WorkerStream {
     EXPECT_EQ(events.events_size(), wire.count);
     for (const v1::Event& event : events.events()) held_.push_back(event);
     batches_.push_back(std::move(events));
+    alone_.push_back(wire.alone);
   }
   void SendCancel(std::vector<uint64_t> ids) override {
     cancelled_.insert(cancelled_.end(), ids.begin(), ids.end());
@@ -35,6 +36,8 @@ class FakeWorkerStream final : public WorkerStream {
 
   // Every Events message received, in order.
   const std::vector<v1::Events>& batches() const { return batches_; }
+  // Per message in batches(): whether the engine marked it EventsWire::alone.
+  const std::vector<bool>& alone() const { return alone_; }
   // Events received and not yet taken by TakeHeld().
   const std::vector<v1::Event>& held() const { return held_; }
   std::vector<v1::Event> TakeHeld() { return std::exchange(held_, {}); }
@@ -43,6 +46,7 @@ class FakeWorkerStream final : public WorkerStream {
  private:
   std::string name_;
   std::vector<v1::Events> batches_;
+  std::vector<bool> alone_;
   std::vector<v1::Event> held_;
   std::vector<uint64_t> cancelled_;
 };
