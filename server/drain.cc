@@ -14,9 +14,9 @@ void Drain(Engine& engine, KafkaConsumer& consumer, absl::Duration grace,
   engine.StopDispatching();
   const absl::Time started = absl::Now();
   const absl::Time give_up = started + grace;
-  LogInfo("ferry", "draining: waiting for ", engine.Drainable(),
-          " events at workers; ", engine.Buffered() - engine.Drainable(),
-          " other unfinished events (queued, retrying, delayed) are left for the next owner");
+  LogInfo("ferry", "draining: waiting for ", engine.Drainable(), " events at workers; ",
+          engine.Buffered() - engine.Drainable(),
+          " more (queued, retrying, delayed) are not dispatched and stay for the next owner");
   // Events held by a `block` failure cannot finish without an operator, so
   // Drainable() does not count them.
   while (engine.Drainable() > 0 && absl::Now() < give_up && !stop_waiting()) {
@@ -24,8 +24,9 @@ void Drain(Engine& engine, KafkaConsumer& consumer, absl::Duration grace,
   }
   const int64_t unfinished = engine.Drainable();
   if (unfinished > 0) {
-    LogWarn("ferry", unfinished, " events still at workers after ",
-            absl::FormatDuration(absl::Now() - started), "; they will be redelivered");
+    // Tests and operators look for "N events unfinished at shutdown".
+    LogWarn("ferry", unfinished, " events unfinished at shutdown (still at workers after ",
+            absl::FormatDuration(absl::Now() - started), "); they will be redelivered");
   } else {
     LogInfo("ferry", "drained in ", absl::FormatDuration(absl::Now() - started));
   }

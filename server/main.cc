@@ -347,8 +347,8 @@ int Run(int argc, char** argv) {
       &engine, [consumer_ptr] { return consumer_ptr->HighWatermarks(); },
       config.progress_interval);
   progress.Start();
-  LogInfo("ferry", "running: replica ", replica, ", group ", config.kafka["group.id"], ", ",
-          config.topics.size(), " topics, ", config.processors.size(), " processors");
+  LogInfo("ferry", "running: group ", config.kafka["group.id"], ", ", config.topics.size(),
+          " topics, ", config.processors.size(), " processors, replica ", replica);
 
   const int signal_number = signals.WaitForFirst();
   LogInfo("ferry", ShutdownSignals::Name(signal_number), ": shutting down (grace ",
@@ -362,8 +362,7 @@ int Run(int argc, char** argv) {
   if (health_server != nullptr) SetServing(*health_server, false);
   Drain(engine, *consumer_ptr, config.shutdown_grace, [&signals] { return signals.stop_waiting(); });
   if (engine.Buffered() > 0) {
-    LogInfo("ferry", engine.Buffered(),
-            " events unfinished at shutdown; the next owner delivers them");
+    LogInfo("ferry", engine.Buffered(), " consumed events stay uncommitted for the next owner");
   }
   progress.Stop();
   // Metrics stay up through the drain. Stopping the HTTP server can take up

@@ -186,7 +186,7 @@ std::string IdentityEverywhere(const std::string& topic, const std::string& clie
     EXPECT_EQ(partition.applied_by(), replica);
   }
   // The log.
-  EXPECT_THAT(ferry->Log(), HasSubstr(absl::StrCat("running: replica ", replica, ",")));
+  EXPECT_THAT(ferry->Log(), HasSubstr(absl::StrCat(" processors, replica ", replica, "\n")));
   EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0) << LogTail(*ferry);
   EXPECT_EQ(Terminate(worker->process, absl::Seconds(30)).value_or(-1), 0);
 
