@@ -2,6 +2,8 @@
 
 #include <grpcpp/health_check_service_interface.h>
 
+#include "absl/strings/str_cat.h"
+#include "core/log.h"
 #include "grpc/health/v1/health.pb.h"
 
 namespace ferry {
@@ -19,6 +21,21 @@ void SetServing(grpc::Server& server, bool serving) {
   if (health == nullptr) return;
   health->SetServingStatus(serving);
   health->SetServingStatus(kControlServiceName, serving);
+}
+
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartPlaintextHealthServer(
+    const std::string& address) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", address, " (server.health_listen): address in use or invalid"));
+  }
+  SetServing(*server, true);
+  LogInfo("ferry", "serving plaintext health on port ", port, " (server.health_listen)");
+  return server;
 }
 
 }  // namespace ferry

@@ -14,6 +14,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
 namespace ferry {
 
 // The service names with a health status of their own.
@@ -25,6 +30,12 @@ void EnableHealthService();
 
 // Sets "" and every name above to SERVING or NOT_SERVING on `server`.
 void SetServing(grpc::Server& server, bool serving);
+
+// server.health_listen: a plaintext server with nothing but the health
+// service, for probes that cannot speak TLS (the kubelet's gRPC probe);
+// SERVING from the start. An error when `address` cannot be bound.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartPlaintextHealthServer(
+    const std::string& address);
 
 }  // namespace ferry
 

@@ -72,17 +72,6 @@ namespace {
 constexpr int kExitConfigError = 2;
 constexpr int kExitStartupError = 3;
 
-bool WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) return false;
-    out << contents;
-    if (!out.flush()) return false;
-  }
-  return std::rename(temporary.c_str(), path.c_str()) == 0;
-}
-
 // The bearer token Control calls must present (control.token_file), with
 // surrounding whitespace (a trailing newline) removed.
 absl::StatusOr<std::string> ReadControlToken(const std::string& path) {
@@ -165,38 +154,15 @@ int Run(int argc, char** argv) {
     return 0;
   }
 
+  // Declared before every Kafka client, so it is destroyed after them.
   std::unique_ptr<EmbeddedCluster> cluster;
   if (config.UsesEmbeddedCluster()) {
-    std::vector<std::string> topics;
-    for (const TopicConfig& topic : config.topics) topics.push_back(topic.name);
-    absl::StatusOr<std::unique_ptr<EmbeddedCluster>> created =
-        EmbeddedCluster::Create(topics, config.embedded_partitions);
-    if (!created.ok()) {
-      LogError("ferry", created.status().ToString());
+    absl::StatusOr<std::unique_ptr<EmbeddedCluster>> started = EmbeddedCluster::StartFor(config);
+    if (!started.ok()) {
+      LogError("ferry", started.status().ToString());
       return kExitStartupError;
     }
-    cluster = *std::move(created);
-    absl::Status control_topic = cluster->CreateTopic(config.control_topic, 1);
-    if (!control_topic.ok()) {
-      LogError("ferry", control_topic.ToString());
-      return kExitStartupError;
-    }
-    config.kafka["bootstrap.servers"] = cluster->bootstrap_servers();
-    // The mock cluster waits session.timeout.ms - 1s in a rebalance; keep it
-    // short so the demo starts in seconds.
-    config.kafka.emplace("session.timeout.ms", "6000");
-    config.kafka.emplace("heartbeat.interval.ms", "500");
-    LogWarn("ferry", "**************************************************************");
-    LogWarn("ferry", "* NO kafka.bootstrap.servers CONFIGURED: using the EMBEDDED     *");
-    LogWarn("ferry", "* in-process MOCK Kafka cluster at ", cluster->bootstrap_servers());
-    LogWarn("ferry", "* It is NOT durable; everything is lost on exit. For trying    *");
-    LogWarn("ferry", "* ferry out only. Set kafka.bootstrap.servers for real use.    *");
-    LogWarn("ferry", "**************************************************************");
-    if (!config.embedded_bootstrap_file.empty() &&
-        !WriteFileAtomically(config.embedded_bootstrap_file, cluster->bootstrap_servers())) {
-      LogError("ferry", "cannot write embedded.bootstrap_file ", config.embedded_bootstrap_file);
-      return kExitStartupError;
-    }
+    cluster = *std::move(started);
   }
 
   // One name for this replica everywhere (server/replica_identity.h).
@@ -290,20 +256,14 @@ int Run(int argc, char** argv) {
   // port with nothing but the health service.
   std::unique_ptr<grpc::Server> health_server;
   if (!config.health_listen_address.empty()) {
-    grpc::ServerBuilder health_builder;
-    int health_port = 0;
-    health_builder.AddListeningPort(config.health_listen_address,
-                                    grpc::InsecureServerCredentials(), &health_port);
-    health_server = health_builder.BuildAndStart();
-    if (health_server == nullptr || health_port == 0) {
-      LogError("ferry", "cannot listen on ", config.health_listen_address,
-               " (server.health_listen): address in use or invalid");
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started =
+        StartPlaintextHealthServer(config.health_listen_address);
+    if (!started.ok()) {
+      LogError("ferry", started.status().message());
       server->Shutdown();
       return kExitStartupError;
     }
-    SetServing(*health_server, true);
-    LogInfo("ferry", "serving plaintext health on port ", health_port,
-            " (server.health_listen)");
+    health_server = *std::move(started);
   }
 
   KafkaConsumer* consumer_ptr = consumer->get();
