@@ -16,6 +16,10 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::Create(
   auto self = std::unique_ptr<EmbeddedCluster>(new EmbeddedCluster());
   char error[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  // The host handle has no bootstrap.servers by design; without this its
+  // "No `bootstrap.servers` configured" notice would open every demo log.
+  // Warnings and errors still show.
+  rd_kafka_conf_set(conf, "log_level", "4", error, sizeof(error));
   // The mock cluster needs a host client instance; a producer is the lightest.
   self->handle_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof(error));
   if (self->handle_ == nullptr) {
