@@ -926,11 +926,17 @@ int64_t Engine::Drainable() const {
   absl::MutexLock lock(&mu_);
   // A blocked partition cannot commit past its held offset, so none of its
   // events is worth waiting for.
-  int64_t drainable = 0;
+  std::set<std::pair<std::string, int32_t>> blocked;
   for (const auto& [tp, entry] : partitions_) {
-    if (!entry.blocked.empty()) continue;
-    drainable += entry.buffered;
-    if (!delayed_.empty()) drainable -= delayed_.SizeFor(tp.topic, tp.partition);
+    if (!entry.blocked.empty()) blocked.emplace(tp.topic, tp.partition);
+  }
+  auto counts = [&blocked](const v1::Event& event) {
+    return blocked.empty() || blocked.count({event.topic(), event.partition()}) == 0;
+  };
+  int64_t drainable = 0;
+  for (const auto& [id, flight] : in_flight_) drainable += counts(*flight.queued.event) ? 1 : 0;
+  for (const auto& [token, pending] : dead_letters_pending_) {
+    drainable += counts(*pending.queued.event) ? 1 : 0;
   }
   return drainable;
 }

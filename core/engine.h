@@ -290,18 +290,20 @@ class Engine {
   // (a position computed before a revoke must not be committed after it).
   std::vector<CommitPosition> StillCurrent(const std::vector<CommitPosition>& positions) const;
 
-  // Shutdown: no new dispatches from now on (in-flight events may still
-  // finish). Called when the drain ends, so nothing starts after the final
-  // commit only to be delivered again by the next owner.
+  // Shutdown: no new dispatches from now on, not even a RETRY's next
+  // attempt or a redelivery (in-flight events may still finish). Called when
+  // the drain starts: what has not reached a worker stays uncommitted and the
+  // partition's next owner delivers it.
   void StopDispatching();
 
   // ---- Status ----
   // Events consumed and not finished (queued, delayed or in flight).
   int64_t Buffered() const;
-  // Buffered events worth waiting for at shutdown: those of partitions that
-  // no `block` failure holds (a held partition cannot commit past it), not
-  // counting events still in the delay stage (their time has not come; the
-  // next owner reads them again).
+  // What the shutdown drain waits for: events a worker has (in flight) and
+  // dead letters being written, of partitions that no `block` failure holds
+  // (a held partition cannot commit past it). Queued, retrying and delayed
+  // events are not counted: after StopDispatching they never leave, and the
+  // next owner reads them again.
   int64_t Drainable() const;
   EngineSnapshot Snapshot() const;
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/config.h"
 
 struct rd_kafka_s;
 struct rd_kafka_mock_cluster_s;
@@ -25,6 +26,14 @@ class EmbeddedCluster {
   // topics with `partitions` partitions each.
   static absl::StatusOr<std::unique_ptr<EmbeddedCluster>> Create(
       const std::vector<std::string>& topics, int partitions);
+  // What ferry does when the config has no kafka.bootstrap.servers: starts
+  // the cluster with the config's topics and control topic, points
+  // `config.kafka` at it (with a short session timeout, so a rebalance takes
+  // seconds), logs the not-durable warning and writes
+  // embedded.bootstrap_file when set.
+  static absl::StatusOr<std::unique_ptr<EmbeddedCluster>> StartFor(Config& config);
+  // Destroy it after every Kafka client of it: a client still connected
+  // when it goes logs librdkafka's "1/1 brokers are down" ERROR.
   ~EmbeddedCluster();
 
   // Creates one more topic (the mock cluster has no CreateTopics controller).

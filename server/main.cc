@@ -7,18 +7,14 @@
 //
 // Startup order: config → [embedded cluster] → engine → gRPC server →
 // metrics endpoint → worker streams → consumer → committer → progress.
-// Shutdown (SIGTERM/SIGINT) runs in reverse: stop fetching, drain in-flight up
-// to the grace period, commit, leave the group, close worker streams, stop
-// serving metrics, exit 0.
+// Shutdown (SIGTERM, SIGINT or SIGHUP; server/shutdown_signals.h) runs in
+// reverse: stop fetching and dispatching, wait for what workers have up to
+// the grace period (server/drain.h), commit, leave the group, close worker
+// streams, stop serving metrics, exit 0.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <prometheus/registry.h>
-#include <signal.h>
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -49,10 +45,15 @@
 #include "core/kafka_dead_letter_writer.h"
 #include "core/log.h"
 #include "server/control_service.h"
+#include "server/drain.h"
 #include "server/embedded_cluster.h"
+#include "server/health.h"
 #include "server/metrics.h"
 #include "server/progress_reporter.h"
+#include "server/replica_identity.h"
+#include "server/shutdown_signals.h"
 #include "server/tls_credentials.h"
+#include "server/version.h"
 #include "server/worker_pool.h"
 #include "server/worker_pool_stats.h"
 
@@ -70,23 +71,6 @@ namespace {
 
 constexpr int kExitConfigError = 2;
 constexpr int kExitStartupError = 3;
-
-bool WriteFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) return false;
-    out << contents;
-    if (!out.flush()) return false;
-  }
-  return std::rename(temporary.c_str(), path.c_str()) == 0;
-}
-
-std::string InstanceName() {
-  char host[256] = {0};
-  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
-  return absl::StrCat(host, "/", getpid());
-}
 
 // The bearer token Control calls must present (control.token_file), with
 // surrounding whitespace (a trailing newline) removed.
@@ -106,21 +90,10 @@ absl::StatusOr<std::string> ReadControlToken(const std::string& path) {
   return token;
 }
 
-int WaitForSignal(const sigset_t& signals) {
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  return signal_number;
-}
-
 int Run(int argc, char** argv) {
   // Block the shutdown signals before any thread starts, so every thread
-  // inherits the mask and only sigwait below receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGUSR2);  // internal: ends the signal watcher
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // inherits the mask and only ShutdownSignals receives them.
+  ShutdownSignals signals;
 
   // Debian's abseil is built without NDEBUG, so every Mutex lock would pay
   // for deadlock-cycle detection (about 60 ns, dozens of times per event;
@@ -133,6 +106,7 @@ int Run(int argc, char** argv) {
   usage_config.contains_help_flags = [](absl::string_view path) {
     return absl::EndsWith(path, "server/main.cc");
   };
+  usage_config.version_string = [] { return VersionText(); };
   absl::SetFlagsUsageConfig(usage_config);
   absl::ParseCommandLine(argc, argv);
 
@@ -181,45 +155,21 @@ int Run(int argc, char** argv) {
     return 0;
   }
 
+  // Declared before every Kafka client, so it is destroyed after them.
   std::unique_ptr<EmbeddedCluster> cluster;
   if (config.UsesEmbeddedCluster()) {
-    std::vector<std::string> topics;
-    for (const TopicConfig& topic : config.topics) topics.push_back(topic.name);
-    absl::StatusOr<std::unique_ptr<EmbeddedCluster>> created =
-        EmbeddedCluster::Create(topics, config.embedded_partitions);
-    if (!created.ok()) {
-      LogError("ferry", created.status().ToString());
+    absl::StatusOr<std::unique_ptr<EmbeddedCluster>> started = EmbeddedCluster::StartFor(config);
+    if (!started.ok()) {
+      LogError("ferry", started.status().ToString());
       return kExitStartupError;
     }
-    cluster = *std::move(created);
-    absl::Status control_topic = cluster->CreateTopic(config.control_topic, 1);
-    if (!control_topic.ok()) {
-      LogError("ferry", control_topic.ToString());
-      return kExitStartupError;
-    }
-    config.kafka["bootstrap.servers"] = cluster->bootstrap_servers();
-    // The mock cluster waits session.timeout.ms - 1s in a rebalance; keep it
-    // short so the demo starts in seconds.
-    config.kafka.emplace("session.timeout.ms", "6000");
-    config.kafka.emplace("heartbeat.interval.ms", "500");
-    LogWarn("ferry", "**************************************************************");
-    LogWarn("ferry", "* NO kafka.bootstrap.servers CONFIGURED: using the EMBEDDED     *");
-    LogWarn("ferry", "* in-process MOCK Kafka cluster at ", cluster->bootstrap_servers());
-    LogWarn("ferry", "* It is NOT durable; everything is lost on exit. For trying    *");
-    LogWarn("ferry", "* ferry out only. Set kafka.bootstrap.servers for real use.    *");
-    LogWarn("ferry", "**************************************************************");
-    if (!config.embedded_bootstrap_file.empty() &&
-        !WriteFileAtomically(config.embedded_bootstrap_file, cluster->bootstrap_servers())) {
-      LogError("ferry", "cannot write embedded.bootstrap_file ", config.embedded_bootstrap_file);
-      return kExitStartupError;
-    }
+    cluster = *std::move(started);
   }
 
-  // The replica's name in the group (and in control records): client.id,
-  // by default host and pid (in Kubernetes, set it from the pod name).
-  config.kafka.emplace("client.id", absl::StrCat("ferry-", InstanceName()));
-  absl::StatusOr<std::unique_ptr<ControlLog>> control =
-      ControlLog::Create(config, config.kafka["client.id"]);
+  // One name for this replica everywhere (server/replica_identity.h).
+  const std::string replica = ReplicaIdentity(config.kafka);
+  config.kafka["client.id"] = replica;
+  absl::StatusOr<std::unique_ptr<ControlLog>> control = ControlLog::Create(config, replica);
   if (!control.ok()) {
     std::fprintf(stderr, "ferry: invalid config: %s\n",
                  std::string(control.status().message()).c_str());
@@ -235,7 +185,7 @@ int Run(int argc, char** argv) {
   std::unique_ptr<KafkaDeadLetterWriter> dead_letters;
   if (needs_dead_letters) {
     absl::StatusOr<std::unique_ptr<KafkaDeadLetterWriter>> writer =
-        KafkaDeadLetterWriter::Create(config.kafka, InstanceName());
+        KafkaDeadLetterWriter::Create(config.kafka, replica);
     if (!writer.ok()) {
       std::fprintf(stderr, "ferry: invalid config: %s\n",
                    std::string(writer.status().message()).c_str());
@@ -283,7 +233,7 @@ int Run(int argc, char** argv) {
   // can list and call everything).
   ControlService control_service(config, &engine, consumer->get(), control->get(),
                                  *control_token);
-  grpc::EnableDefaultHealthCheckService(true);
+  EnableHealthService();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int bound_port = 0;
@@ -295,6 +245,7 @@ int Run(int argc, char** argv) {
              " (server.listen): address in use or invalid");
     return kExitStartupError;
   }
+  SetServing(*server, true);
   LogInfo("ferry", "serving Control, health and reflection on port ", bound_port,
           config.server_tls.enabled
               ? (config.server_tls.ca_file.empty() ? " over TLS" : " over mTLS")
@@ -306,19 +257,14 @@ int Run(int argc, char** argv) {
   // port with nothing but the health service.
   std::unique_ptr<grpc::Server> health_server;
   if (!config.health_listen_address.empty()) {
-    grpc::ServerBuilder health_builder;
-    int health_port = 0;
-    health_builder.AddListeningPort(config.health_listen_address,
-                                    grpc::InsecureServerCredentials(), &health_port);
-    health_server = health_builder.BuildAndStart();
-    if (health_server == nullptr || health_port == 0) {
-      LogError("ferry", "cannot listen on ", config.health_listen_address,
-               " (server.health_listen): address in use or invalid");
+    absl::StatusOr<std::unique_ptr<grpc::Server>> started =
+        StartPlaintextHealthServer(config.health_listen_address);
+    if (!started.ok()) {
+      LogError("ferry", started.status().message());
       server->Shutdown();
       return kExitStartupError;
     }
-    LogInfo("ferry", "serving plaintext health on port ", health_port,
-            " (server.health_listen)");
+    health_server = *std::move(started);
   }
 
   KafkaConsumer* consumer_ptr = consumer->get();
@@ -363,43 +309,21 @@ int Run(int argc, char** argv) {
       config.progress_interval);
   progress.Start();
   LogInfo("ferry", "running: group ", config.kafka["group.id"], ", ", config.topics.size(),
-          " topics, ", config.processors.size(), " processors");
+          " topics, ", config.processors.size(), " processors, replica ", replica);
 
-  int signal_number = WaitForSignal(signals);
-  while (signal_number == SIGUSR2) signal_number = WaitForSignal(signals);
-  LogInfo("ferry", "signal ", signal_number, ": shutting down (grace ",
+  const int signal_number = signals.WaitForFirst();
+  LogInfo("ferry", ShutdownSignals::Name(signal_number), ": shutting down (grace ",
           absl::FormatDuration(config.shutdown_grace),
           "; signal again to stop waiting for in-flight events)");
-  // A second signal ends the drain at once; a third exits without cleanup.
-  std::atomic<int> more_signals{0};
-  std::thread signal_watcher([&signals, &more_signals] {
-    while (true) {
-      const int again = WaitForSignal(signals);
-      if (again == SIGUSR2) return;  // shutdown finished
-      if (++more_signals >= 2) {
-        LogWarn("ferry", "third signal: exiting now");
-        std::_Exit(1);
-      }
-      LogWarn("ferry", "second signal: no more waiting; committing what is finished");
-    }
-  });
+  signals.WatchForMore();
 
   // Reverse order of startup. Readiness goes first, so Kubernetes stops
   // routing to this pod while it drains.
-  server->GetHealthCheckService()->SetServingStatus(false);
-  if (health_server != nullptr) health_server->GetHealthCheckService()->SetServingStatus(false);
-  consumer_ptr->StopFetching();
-  const absl::Time give_up = absl::Now() + config.shutdown_grace;
-  // Events held by a `block` failure cannot finish without an operator, so
-  // the drain does not wait for them.
-  while (engine.Drainable() > 0 && absl::Now() < give_up && more_signals.load() == 0) {
-    absl::SleepFor(absl::Milliseconds(20));  // polling a drain, not synchronising
-  }
-  // Nothing new starts after this: it could not be committed any more.
-  engine.StopDispatching();
+  SetServing(*server, false);
+  if (health_server != nullptr) SetServing(*health_server, false);
+  Drain(engine, *consumer_ptr, config.shutdown_grace, [&signals] { return signals.stop_waiting(); });
   if (engine.Buffered() > 0) {
-    LogWarn("ferry", engine.Buffered(),
-            " events unfinished at shutdown; they will be redelivered");
+    LogInfo("ferry", engine.Buffered(), " consumed events stay uncommitted for the next owner");
   }
   progress.Stop();
   // Metrics stay up through the drain. Stopping the HTTP server can take up
@@ -415,9 +339,10 @@ int Run(int argc, char** argv) {
   (*control)->Stop();      // after the last Control call and the consumer
   metrics_stopper.join();  // no scrape reads the consumer after this
   consumer->reset();
-  cluster.reset();
-  pthread_kill(signal_watcher.native_handle(), SIGUSR2);
-  signal_watcher.join();
+  control->reset();
+  // The embedded cluster goes last, when the scope ends (it is declared
+  // before every Kafka client): a client still connected when it goes logs
+  // librdkafka's "1/1 brokers are down" ERROR on an orderly stop.
   LogInfo("ferry", "stopped");
   return 0;
 }

@@ -10,7 +10,7 @@ FROM debian:12 AS build
 WORKDIR /src
 COPY . .
 RUN tools/setup \
- && bazel build --noshow_progress //clients/cpp/examples:example_worker \
+ && bazel build --config=release --noshow_progress //clients/cpp/examples:example_worker \
  && install -D -m 0755 bazel-bin/clients/cpp/examples/example_worker /out/example_worker \
  && bazel shutdown
 

@@ -1,0 +1,29 @@
+#include "server/version.h"
+
+#include <google/protobuf/stubs/common.h>
+#include <grpcpp/grpcpp.h>
+#include <librdkafka/rdkafka.h>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ferry {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(VersionTest, NamesFerryAndEveryMainLibrary) {
+  const std::string text = VersionText();
+  EXPECT_THAT(text, StartsWith(absl::StrCat("ferry ", kFerryVersion, " (")));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("\nlibrdkafka ", rd_kafka_version_str(), "\n")));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("\ngRPC ", grpc::Version(), "\n")));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "\nprotobuf ",
+                        google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION), "\n")));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("\nabseil ", ABSL_LTS_RELEASE_VERSION, "\n")));
+}
+
+}  // namespace
+}  // namespace ferry
