@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_worker_stream.h"
 
@@ -12,6 +13,8 @@ namespace {
 
 using ::ferry::testing::FakeClock;
 using ::ferry::testing::FakeWorkerStream;
+using ::ferry::testing::MakeEvent;
+using ::ferry::testing::OneProcessorConfig;
 
 // Records commits; fails while `fail` is set.
 class RecordingCommitter final : public OffsetCommitter {
@@ -25,30 +28,15 @@ class RecordingCommitter final : public OffsetCommitter {
   std::vector<std::vector<CommitPosition>> commits;
 };
 
-Config OneProcessor() {
-  Config config;
-  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
-  ProcessorConfig processor;
-  processor.name = "p";
-  processor.target = "ipv4:127.0.0.1:1";
-  config.processors.push_back(processor);
-  return config;
-}
-
 class CommitterTest : public ::testing::Test {
  protected:
-  CommitterTest() : engine_(OneProcessor(), &clock_) {
+  CommitterTest() : engine_(OneProcessorConfig(), &clock_) {
     engine_.OnAssigned({{"t", 0}, {"t", 1}});
     stream_id_ = engine_.AddStream(0, &stream_);
     engine_.OnReady(stream_id_, 100);
   }
   void SubmitAndAck(int32_t partition, int64_t offset) {
-    v1::Event event;
-    event.set_topic("t");
-    event.set_partition(partition);
-    event.set_offset(offset);
-    event.set_key("k" + std::to_string(partition));
-    engine_.Submit(event, 1);
+    engine_.Submit(MakeEvent(partition, offset, "k" + std::to_string(partition), ""), 1);
     v1::Results results;
     for (const v1::Event& sent : stream_.TakeHeld()) {
       v1::Result* result = results.add_results();

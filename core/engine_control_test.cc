@@ -15,6 +15,7 @@
 #include "core/lanes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_dead_letter_writer.h"
 #include "tests/mocks/fake_worker_stream.h"
@@ -22,9 +23,13 @@
 namespace ferry {
 namespace {
 
+using ::ferry::testing::CommitOffset;
+using ::ferry::testing::EngineTestConfig;
 using ::ferry::testing::FakeClock;
 using ::ferry::testing::FakeDeadLetterWriter;
 using ::ferry::testing::FakeWorkerStream;
+using ::ferry::testing::MakeEvent;
+using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -37,24 +42,12 @@ const TopicPartition kT1{"t", 1};
 const TopicPartition kU0{"u", 0};
 const TopicPartition kU1{"u", 1};
 
-// "t" is KEY-ordered, "u" UNORDERED.
+// The base engine test config plus an UNORDERED topic "u" ("t" is
+// KEY-ordered).
 Config TestConfig() {
-  Config config;
-  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
+  Config config = EngineTestConfig();
   config.topics.push_back(TopicConfig{"u", Ordering::kUnordered, {}, {}});
-  ProcessorConfig processor;
-  processor.name = "p";
-  processor.target = "ipv4:127.0.0.1:1";
-  processor.max_in_flight = 1000;
-  processor.max_batch = 64;
-  processor.timeout = absl::Seconds(10);
-  processor.max_attempts = 3;
-  processor.retry_backoff = absl::Milliseconds(100);
-  processor.retry_backoff_max = absl::Seconds(1);
-  config.processors.push_back(processor);
   config.lane_count = kLanes;
-  config.lane_capacity = 100;
-  config.max_buffered_events = 1000;
   return config;
 }
 
@@ -69,24 +62,6 @@ std::vector<std::string> KeysOnDistinctLanes(int count) {
     if (lanes.insert(lane).second) keys.push_back(std::move(key));
   }
   return keys;
-}
-
-v1::Event MakeEvent(const TopicPartition& tp, int64_t offset, const std::string& key) {
-  v1::Event event;
-  event.set_topic(tp.topic);
-  event.set_partition(tp.partition);
-  event.set_offset(offset);
-  event.set_key(key);
-  event.set_type("t");
-  return event;
-}
-
-v1::Results ResultFor(uint64_t id, v1::Result::Status status) {
-  v1::Results results;
-  v1::Result* result = results.add_results();
-  result->set_id(id);
-  result->set_status(status);
-  return results;
 }
 
 // "t/0@3" for each event, in the order given.
@@ -124,13 +99,6 @@ class EngineControlTest : public ::testing::Test {
   void Ok(const v1::Event* event) {
     ASSERT_NE(event, nullptr);
     engine_->OnResults(stream_id_, ResultFor(event->id(), v1::Result::OK));
-  }
-
-  std::optional<int64_t> CommitOffset(const TopicPartition& tp) const {
-    for (const CommitPosition& position : engine_->PendingCommits()) {
-      if (position.partition == tp) return position.offset;
-    }
-    return std::nullopt;
   }
 
   PartitionSnapshot PartitionOf(const TopicPartition& tp) const {
@@ -180,7 +148,7 @@ TEST_F(EngineControlTest, PausedPartitionIsNotDispatchedWhileOthersAre) {
   // The event in flight before the pause finishes and commits; its key's
   // next event stays parked.
   engine_->OnResults(stream_id_, ResultFor(in_flight.id(), v1::Result::OK));
-  EXPECT_EQ(CommitOffset(kT0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 1);
   EXPECT_THAT(stream_->held(), IsEmpty());
   EXPECT_EQ(PartitionOf(kT0).parked, 3);
 
@@ -195,7 +163,7 @@ TEST_F(EngineControlTest, PausedPartitionIsNotDispatchedWhileOthersAre) {
   sent = stream_->TakeHeld();
   EXPECT_THAT(Where(sent), ElementsAre("t/0@2"));
   Ok(Find(sent, kT0, 2));
-  EXPECT_EQ(CommitOffset(kT0), 3);  // @3 is still in flight
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 3);  // @3 is still in flight
 }
 
 TEST_F(EngineControlTest, PausingWithoutCreditParksQueuedEventsOfEveryKey) {
@@ -300,7 +268,7 @@ TEST_F(EngineControlTest, RetryInBackoffWhenPausedStillFinishes) {
   ASSERT_THAT(Where(sent), ElementsAre("t/0@0"));
   EXPECT_EQ(sent[0].attempt(), 2);
   Ok(Find(sent, kT0, 0));
-  EXPECT_EQ(CommitOffset(kT0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 1);
 }
 
 // ---- ResetPartition ----
@@ -317,7 +285,7 @@ TEST_F(EngineControlTest, ResetMakesLateResultsStaleAndAcceptsALowerOffset) {
   ASSERT_THAT(Where(sent), UnorderedElementsAre("t/0@9", "t/0@10", "t/0@11", "t/1@0"));
   Ok(Find(sent, kT0, 9));
   const std::vector<CommitPosition> before = engine_->PendingCommits();
-  ASSERT_EQ(CommitOffset(kT0), 10);
+  ASSERT_EQ(CommitOffset(*engine_, kT0), 10);
 
   engine_->ResetPartition(kT0);
   PartitionSnapshot t0 = PartitionOf(kT0);
@@ -325,7 +293,7 @@ TEST_F(EngineControlTest, ResetMakesLateResultsStaleAndAcceptsALowerOffset) {
   EXPECT_EQ(t0.in_flight, 0);
   EXPECT_EQ(t0.pending, 0u);
   EXPECT_EQ(t0.commit_offset, std::nullopt);
-  EXPECT_EQ(CommitOffset(kT0), std::nullopt);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), std::nullopt);
   EXPECT_EQ(engine_->Buffered(), 1);  // t/1@0
   EXPECT_THAT(stream_->held(), IsEmpty());  // the queued @12 is dropped, not sent
   // A position computed before the reset must not be committed after it.
@@ -338,7 +306,7 @@ TEST_F(EngineControlTest, ResetMakesLateResultsStaleAndAcceptsALowerOffset) {
   Ok(Find(sent, kT0, 10));
   Ok(Find(sent, kT0, 11));
   EXPECT_EQ(engine_->Snapshot().counters.stale_results, stale + 2);
-  EXPECT_EQ(CommitOffset(kT0), std::nullopt);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), std::nullopt);
   EXPECT_EQ(engine_->Snapshot().counters.acked, 1);  // only @9, before the reset
 
   // A replay from a lower offset is accepted (the key's lane is free again)
@@ -352,14 +320,14 @@ TEST_F(EngineControlTest, ResetMakesLateResultsStaleAndAcceptsALowerOffset) {
   replay = stream_->TakeHeld();
   ASSERT_THAT(Where(replay), ElementsAre("t/0@6"));
   Ok(Find(replay, kT0, 6));
-  EXPECT_EQ(CommitOffset(kT0), 7);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 7);
   EXPECT_EQ(engine_->StillCurrent(engine_->PendingCommits()).size(),
             engine_->PendingCommits().size());
 
   // The other partition was untouched.
   EXPECT_EQ(PartitionOf(kT1).in_flight, 1);
   Ok(Find(sent, kT1, 0));
-  EXPECT_EQ(CommitOffset(kT1), 1);
+  EXPECT_EQ(CommitOffset(*engine_, kT1), 1);
 }
 
 TEST_F(EngineControlTest, ResetDropsParkedAndRetryingEventsOfThePartition) {
@@ -421,7 +389,7 @@ TEST_F(EngineControlTest, SkipInFlightEventMarksItDoneWithoutADeadLetterTopic) {
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(*outcome, "marked_done");
   EXPECT_THAT(stream_->cancelled(), ElementsAre(stuck));
-  EXPECT_EQ(CommitOffset(kT0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 1);
   EXPECT_EQ(engine_->Snapshot().counters.skipped, 1);
   // The key's lane moves on.
   EXPECT_THAT(Where(stream_->TakeHeld()), ElementsAre("t/0@1"));
@@ -459,15 +427,15 @@ TEST_F(EngineControlTest, SkipWithDeadLetterTopicIsDoneOnlyOnceTheWriterAcknowle
   EXPECT_EQ(letter.key, std::optional<std::string>("record-key"));
   EXPECT_THAT(letter.error, HasSubstr("operator"));
   // Not done before the acknowledgement, but the key's lane moves on.
-  EXPECT_EQ(CommitOffset(kT0), std::nullopt);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), std::nullopt);
   EXPECT_EQ(engine_->Snapshot().dead_letters_pending, 1);
   std::vector<v1::Event> next = stream_->TakeHeld();
   ASSERT_THAT(Where(next), ElementsAre("t/0@1"));
   Ok(Find(next, kT0, 1));
-  EXPECT_EQ(CommitOffset(kT0), std::nullopt);  // @0 still holds the commit
+  EXPECT_EQ(CommitOffset(*engine_, kT0), std::nullopt);  // @0 still holds the commit
 
   writer.Complete();
-  EXPECT_EQ(CommitOffset(kT0), 2);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 2);
   EXPECT_EQ(engine_->Snapshot().counters.dead_lettered, 1);
   EXPECT_EQ(engine_->Snapshot().dead_letters_pending, 0);
   EXPECT_EQ(engine_->Buffered(), 0);
@@ -493,7 +461,7 @@ TEST_F(EngineControlTest, SkipReleasesAPartitionHeldByABlockFailure) {
   EXPECT_THAT(engine_->BlockedPartitions(), IsEmpty());
   EXPECT_NE(engine_->BlockedGeneration(), generation);
   EXPECT_EQ(engine_->Snapshot().blocked_events, 0);
-  EXPECT_EQ(CommitOffset(kT0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 1);
   EXPECT_THAT(Where(stream_->TakeHeld()), ElementsAre("t/0@1"));
 }
 
@@ -511,7 +479,7 @@ TEST_F(EngineControlTest, SkipARetryWaitingOutItsBackoff) {
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(*outcome, "marked_done");
   EXPECT_EQ(engine_->Snapshot().delayed_events, 0);
-  EXPECT_EQ(CommitOffset(kT0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 1);
   EXPECT_THAT(Where(stream_->TakeHeld()), ElementsAre("t/0@1"));
   // The backoff ending brings nothing back.
   clock_.Advance(absl::Seconds(5));
@@ -530,7 +498,7 @@ TEST_F(EngineControlTest, SkipWhilePausedKeepsTheKeysNextEventParked) {
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(*outcome, "marked_done");
   EXPECT_THAT(stream_->cancelled(), ElementsAre(sent[0].id()));
-  EXPECT_EQ(CommitOffset(kT0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 1);
   EXPECT_THAT(stream_->held(), IsEmpty());
   EXPECT_EQ(PartitionOf(kT0).parked, 1);
   engine_->SetPaused({});
@@ -560,7 +528,7 @@ TEST_F(EngineControlTest, SkipRefusesWhatItCannotSkipAndSaysWhy) {
   sent = stream_->TakeHeld();
   ASSERT_THAT(Where(sent), ElementsAre("t/0@1"));
   Ok(Find(sent, kT0, 1));
-  EXPECT_EQ(CommitOffset(kT0), 2);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 2);
 
   // Already finished.
   outcome = engine_->SkipOffset(kT0, 0);
@@ -568,7 +536,7 @@ TEST_F(EngineControlTest, SkipRefusesWhatItCannotSkipAndSaysWhy) {
   EXPECT_EQ(outcome.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(outcome.status().message()), HasSubstr("already finished"));
   EXPECT_EQ(engine_->Snapshot().counters.skipped, 0);
-  EXPECT_EQ(CommitOffset(kT0), 2);
+  EXPECT_EQ(CommitOffset(*engine_, kT0), 2);
 }
 
 TEST_F(EngineControlTest, SkipOfAFinishedOffsetBehindTheCommitBlockerIsRefused) {

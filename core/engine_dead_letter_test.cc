@@ -11,6 +11,7 @@
 #include "core/decoder.h"
 #include "core/engine.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_dead_letter_writer.h"
 #include "tests/mocks/fake_worker_stream.h"
@@ -18,6 +19,8 @@
 namespace ferry {
 namespace {
 
+using ::ferry::testing::CommitOffset;
+using ::ferry::testing::EngineTestConfig;
 using ::ferry::testing::FakeClock;
 using ::ferry::testing::FakeDeadLetterWriter;
 using ::ferry::testing::FakeWorkerStream;
@@ -25,22 +28,15 @@ using ::ferry::testing::FakeWorkerStream;
 const std::vector<std::pair<std::string, std::string>> kHeaders = {
     {"\xc3\x28", "v1"}, {"trace", "v2"}, {std::string("a\0\xff", 3), ""}};
 
+// The base engine test config, smaller, with a single attempt so a FAIL is
+// dead-lettered at once, and the ProcessorConfig default backoff ceiling.
 Config TestConfig() {
-  Config config;
-  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
-  ProcessorConfig processor;
-  processor.name = "p";
-  processor.target = "ipv4:127.0.0.1:1";
-  processor.max_in_flight = 100;
-  processor.max_batch = 64;
-  processor.timeout = absl::Seconds(10);
-  processor.max_attempts = 1;
-  config.processors.push_back(processor);
+  Config config = EngineTestConfig(FailurePolicy::kDeadLetter);
+  config.processors[0].max_in_flight = 100;
+  config.processors[0].max_attempts = 1;
+  config.processors[0].retry_backoff_max = absl::Seconds(30);
   config.lane_count = 4;
-  config.lane_capacity = 100;
   config.max_buffered_events = 100;
-  config.on_failure = FailurePolicy::kDeadLetter;
-  config.dead_letter_topic = "dlq";
   return config;
 }
 
@@ -53,12 +49,6 @@ RawRecord Record(int64_t offset) {
   record.payload = "body";
   record.headers = kHeaders;
   return record;
-}
-
-std::optional<int64_t> CommitOffset(Engine& engine) {
-  std::vector<CommitPosition> positions = engine.PendingCommits();
-  if (positions.empty()) return std::nullopt;
-  return positions[0].offset;
 }
 
 TEST(EngineDeadLetterTest, FailedEventIsDeadLetteredWithItsOriginalHeaderNames) {

@@ -10,6 +10,7 @@
 #include "core/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_dead_letter_writer.h"
 #include "tests/mocks/fake_worker_stream.h"
@@ -17,64 +18,23 @@
 namespace ferry {
 namespace {
 
+using ::ferry::testing::CommitOffset;
+using ::ferry::testing::EngineTestConfig;
 using ::ferry::testing::FakeClock;
 using ::ferry::testing::FakeDeadLetterWriter;
 using ::ferry::testing::FakeWorkerStream;
+using ::ferry::testing::MakeEvent;
+using ::ferry::testing::ResultFor;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-Config DrainConfig() {
-  Config config;
-  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
-  ProcessorConfig processor;
-  processor.name = "p";
-  processor.target = "ipv4:127.0.0.1:1";
-  processor.max_in_flight = 1000;
-  processor.max_batch = 64;
-  processor.timeout = absl::Seconds(10);
-  processor.max_attempts = 3;
-  processor.retry_backoff = absl::Milliseconds(100);
-  processor.retry_backoff_max = absl::Seconds(1);
-  config.processors.push_back(processor);
-  config.lane_count = 16;
-  config.lane_capacity = 100;
-  config.max_buffered_events = 1000;
-  config.on_failure = FailurePolicy::kDeadLetter;
-  config.dead_letter_topic = "dlq";
-  return config;
-}
-
-v1::Event MakeEvent(int32_t partition, int64_t offset, const std::string& key) {
-  v1::Event event;
-  event.set_topic("t");
-  event.set_partition(partition);
-  event.set_offset(offset);
-  event.set_key(key);
-  event.set_type("t");
-  return event;
-}
-
-v1::Results ResultFor(uint64_t id, v1::Result::Status status) {
-  v1::Results results;
-  v1::Result* result = results.add_results();
-  result->set_id(id);
-  result->set_status(status);
-  return results;
-}
-
 class DrainTest : public ::testing::Test {
  protected:
-  DrainTest() : engine_(DrainConfig(), &clock_, &writer_) {
+  DrainTest() : engine_(EngineTestConfig(FailurePolicy::kDeadLetter), &clock_, &writer_) {
     engine_.OnAssigned({{"t", 0}});
     stream_id_ = engine_.AddStream(0, &stream_);
     engine_.OnReady(stream_id_, 100);
   }
-  std::optional<int64_t> CommitOffset() {
-    std::vector<CommitPosition> positions = engine_.PendingCommits();
-    if (positions.empty()) return std::nullopt;
-    return positions[0].offset;
-  }
-
   FakeClock clock_;
   FakeDeadLetterWriter writer_;
   FakeWorkerStream stream_{"s"};
@@ -94,7 +54,7 @@ TEST_F(DrainTest, QueuedEventsAreNeitherDispatchedNorWaitedFor) {
   engine_.OnResults(stream_id_, ResultFor(sent[0].id(), v1::Result::OK));
   EXPECT_THAT(stream_.held(), IsEmpty()) << "the lane's next event must not leave";
   EXPECT_EQ(engine_.Drainable(), 0);
-  EXPECT_EQ(CommitOffset(), 1);  // exactly what the worker finished
+  EXPECT_EQ(CommitOffset(engine_), 1);  // exactly what the worker finished
 }
 
 TEST_F(DrainTest, ARetryDuringTheDrainIsNotSentAgain) {
@@ -107,7 +67,7 @@ TEST_F(DrainTest, ARetryDuringTheDrainIsNotSentAgain) {
   clock_.Advance(absl::Seconds(5));  // well past the backoff
   engine_.OnTimer();
   EXPECT_THAT(stream_.held(), IsEmpty());
-  EXPECT_EQ(CommitOffset(), std::nullopt) << "an unfinished event must not be committed";
+  EXPECT_EQ(CommitOffset(engine_), std::nullopt) << "an unfinished event must not be committed";
   EXPECT_EQ(engine_.Buffered(), 1);
 }
 
@@ -120,7 +80,7 @@ TEST_F(DrainTest, ALostStreamsEventsAreNotRedeliveredDuringTheDrain) {
   engine_.OnStreamClosed(stream_id_);
   EXPECT_THAT(other.held(), IsEmpty()) << "a redelivery is a new dispatch";
   EXPECT_EQ(engine_.Drainable(), 0);
-  EXPECT_EQ(CommitOffset(), std::nullopt);
+  EXPECT_EQ(CommitOffset(engine_), std::nullopt);
 }
 
 TEST_F(DrainTest, ADeadLetterBeingWrittenIsWaitedFor) {
@@ -133,7 +93,7 @@ TEST_F(DrainTest, ADeadLetterBeingWrittenIsWaitedFor) {
   EXPECT_EQ(engine_.Drainable(), 1) << "the dead letter decides whether the offset commits";
   writer_.Complete();
   EXPECT_EQ(engine_.Drainable(), 0);
-  EXPECT_EQ(CommitOffset(), 1);
+  EXPECT_EQ(CommitOffset(engine_), 1);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "core/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_dead_letter_writer.h"
 #include "tests/mocks/fake_worker_stream.h"
@@ -25,6 +26,9 @@ namespace {
 using ::ferry::testing::FakeClock;
 using ::ferry::testing::FakeDeadLetterWriter;
 using ::ferry::testing::FakeWorkerStream;
+using ::ferry::testing::MakeEvent;
+using ::ferry::testing::Offsets;
+using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -57,33 +61,6 @@ Config BaseConfig() {
   return config;
 }
 
-v1::Event Event(const std::string& topic, int32_t partition, int64_t offset,
-                const std::string& key, const std::string& type = "t") {
-  v1::Event event;
-  event.set_topic(topic);
-  event.set_partition(partition);
-  event.set_offset(offset);
-  event.set_key(key);
-  event.set_type(type);
-  return event;
-}
-
-v1::Results Ok(const std::vector<uint64_t>& ids) {
-  v1::Results results;
-  for (uint64_t id : ids) {
-    v1::Result* result = results.add_results();
-    result->set_id(id);
-    result->set_status(v1::Result::OK);
-  }
-  return results;
-}
-
-std::vector<int64_t> Offsets(const std::vector<v1::Event>& events) {
-  std::vector<int64_t> offsets;
-  for (const v1::Event& event : events) offsets.push_back(event.offset());
-  return offsets;
-}
-
 // An engine with one processor and one stream; `Worker` plays a worker that
 // holds what it was sent and answers when told.
 class Harness {
@@ -103,7 +80,7 @@ class Harness {
   v1::Event Finish(size_t index = 0) {
     v1::Event event = holding_[index];
     holding_.erase(holding_.begin() + static_cast<std::ptrdiff_t>(index));
-    engine_.OnResults(stream_id_, Ok({event.id()}));
+    engine_.OnResults(stream_id_, ResultFor(event.id(), v1::Result::OK));
     engine_.OnCredit(stream_id_, 1);
     return event;
   }
@@ -125,7 +102,7 @@ TEST(OrderingModeTest, KeyOrderIsKeptWithParallelismAcrossKeys) {
   constexpr int kKeys = 12;
   constexpr int kPerKey = 20;
   for (int i = 0; i < kKeys * kPerKey; ++i) {
-    h.engine_.Submit(Event("t", i % 2, i / 2, "k" + std::to_string(i % kKeys)), 1);
+    h.engine_.Submit(MakeEvent({"t", i % 2}, i / 2, "k" + std::to_string(i % kKeys)), 1);
   }
   h.Connect(1000);
   std::mt19937 random(7);
@@ -161,7 +138,8 @@ TEST(OrderingModeTest, PartitionModeIsStrictPerPartition) {
   Harness h(config);
   h.Assign({{"t", 0}, {"t", 1}});
   for (int i = 0; i < 50; ++i) {
-    h.engine_.Submit(Event("t", i % 2, i / 2, "key-" + std::to_string(i)), 1);  // every key differs
+    // Every key differs.
+    h.engine_.Submit(MakeEvent({"t", i % 2}, i / 2, "key-" + std::to_string(i)), 1);
   }
   h.Connect(1000);
   std::map<int32_t, std::vector<int64_t>> order;
@@ -190,12 +168,14 @@ TEST(OrderingModeTest, UnorderedReachesMoreConcurrencyThanLanes) {
   h.Assign({{"u", 0}, {"k", 0}});
   h.Connect(1000);
   // One key, one partition: unordered still runs all 100 at once.
-  for (int i = 0; i < 100; ++i) h.engine_.Submit(Event("u", 0, i, "same"), 1);
+  for (int i = 0; i < 100; ++i) h.engine_.Submit(MakeEvent({"u", 0}, i, "same"), 1);
   h.Receive();
   EXPECT_EQ(h.holding_.size(), 100u);
   // 100 keys in KEY mode: no more than the 4 lanes at once.
   h.holding_.clear();
-  for (int i = 0; i < 100; ++i) h.engine_.Submit(Event("k", 0, i, "key-" + std::to_string(i)), 1);
+  for (int i = 0; i < 100; ++i) {
+    h.engine_.Submit(MakeEvent({"k", 0}, i, "key-" + std::to_string(i)), 1);
+  }
   h.Receive();
   EXPECT_LE(h.holding_.size(), 4u);
   EXPECT_GE(h.holding_.size(), 2u);
@@ -223,7 +203,8 @@ class DelayTest : public ::testing::Test {
   // An event of topic d stamped `age` before now.
   v1::Event Stamped(int32_t partition, int64_t offset, absl::Duration age,
                     const std::string& type = "t") {
-    v1::Event event = Event("d", partition, offset, absl::StrCat("k", partition, "-", offset), type);
+    v1::Event event =
+        MakeEvent({"d", partition}, offset, absl::StrCat("k", partition, "-", offset), type);
     event.set_timestamp_ms(absl::ToUnixMillis(h_.clock_.Now() - age));
     return event;
   }
@@ -254,7 +235,7 @@ TEST_F(DelayTest, TheDelayCountsFromTheRecordTimestampNotFromWhenItWasRead) {
   h_.engine_.Submit(Stamped(0, 0, absl::Seconds(30)), 1);
   EXPECT_THAT(SentOffsets(), ElementsAre(0));
   // A topic without a delay never waits.
-  h_.engine_.Submit(Event("plain", 0, 0, "a"), 1);
+  h_.engine_.Submit(MakeEvent({"plain", 0}, 0, "a"), 1);
   EXPECT_EQ(h_.stream_.TakeHeld().size(), 1u);
 }
 
@@ -365,7 +346,7 @@ TEST_F(DelayTest, ShutdownDoesNotWaitForEventsStillInTheDelayStage) {
 TEST_F(DelayTest, AFutureOrMissingTimestampWaitsTheDelayFromWhenItWasRead) {
   v1::Event future = Stamped(0, 0, -absl::Hours(5));  // a skewed producer clock
   h_.engine_.Submit(future, 1);
-  v1::Event unstamped = Event("d", 1, 0, "x");
+  v1::Event unstamped = MakeEvent({"d", 1}, 0, "x");
   h_.engine_.Submit(unstamped, 1);
   Tick(absl::Milliseconds(9990));
   EXPECT_THAT(SentOffsets(), IsEmpty());
@@ -400,7 +381,8 @@ class PriorityTest : public ::testing::Test {
   void Backlog(const std::string& topic, int count) {
     int64_t& next = next_offset_[topic];
     for (int i = 0; i < count; ++i, ++next) {
-      h_.engine_.Submit(Event(topic, 0, next, topic + "-key-" + std::to_string(next % 200)), 1);
+      h_.engine_.Submit(
+          MakeEvent({topic, 0}, next, topic + "-key-" + std::to_string(next % 200)), 1);
     }
   }
   // Runs `steps` finish-one/dispatch-one steps; returns the topics of the
@@ -479,7 +461,7 @@ TEST_F(PriorityTest, ANewSmallTaskIsServedWithinBoundedRoundsBehindALargeOne) {
   Run(300);
   // A small task of the same class arrives: 5 events on 5 keys.
   for (int i = 0; i < 5; ++i) {
-    h_.engine_.Submit(Event("hi2", 0, i, "small-" + std::to_string(i)), 1);
+    h_.engine_.Submit(MakeEvent({"hi2", 0}, i, "small-" + std::to_string(i)), 1);
   }
   // Round-robin across the class's topics: the small task gets every other
   // high pick, so it is done within a few rounds, not after 19,000+ events.
@@ -498,7 +480,7 @@ TEST(PriorityUnorderedTest, SharesHoldForUnorderedTopicsToo) {
   Harness h(PriorityConfig(Ordering::kUnordered));
   h.Assign({{"hi", 0}, {"hi2", 0}, {"med", 0}, {"lo", 0}});
   for (const std::string topic : {"hi", "med", "lo"}) {
-    for (int i = 0; i < 3000; ++i) h.engine_.Submit(Event(topic, 0, i, "one-key"), 1);
+    for (int i = 0; i < 3000; ++i) h.engine_.Submit(MakeEvent({topic, 0}, i, "one-key"), 1);
   }
   h.Connect(10);
   std::map<std::string, int> count;
@@ -506,7 +488,7 @@ TEST(PriorityUnorderedTest, SharesHoldForUnorderedTopicsToo) {
     h.Receive();
     for (const v1::Event& event : h.holding_) ++count[event.topic()];
     while (!h.holding_.empty()) {
-      h.engine_.OnResults(h.stream_id_, Ok({h.holding_.front().id()}));
+      h.engine_.OnResults(h.stream_id_, ResultFor(h.holding_.front().id(), v1::Result::OK));
       h.holding_.pop_front();
     }
     h.engine_.OnCredit(h.stream_id_, 10);
@@ -525,7 +507,7 @@ TEST(PriorityTypeTest, EventTypesCanHaveTheirOwnClass) {
   Harness h(config);
   h.Assign({{"t", 0}});
   for (int i = 0; i < 2000; ++i) {
-    h.engine_.Submit(Event("t", 0, i, "k", i % 2 == 0 ? "urgent" : "routine"), 1);
+    h.engine_.Submit(MakeEvent({"t", 0}, i, "k", i % 2 == 0 ? "urgent" : "routine"), 1);
   }
   h.Connect(10);
   h.Receive();
@@ -552,8 +534,8 @@ TEST(RoutingPolicyTest, AnUnknownTypeAtRunTimeIsATerminalFailureByPolicyNeverADr
   Harness h(config, &writer);
   h.Assign({{"t", 0}});
   h.Connect(10);
-  h.engine_.Submit(Event("t", 0, 0, "a", "mystery"), 1);
-  h.engine_.Submit(Event("t", 0, 1, "b", "order"), 1);
+  h.engine_.Submit(MakeEvent({"t", 0}, 0, "a", "mystery"), 1);
+  h.engine_.Submit(MakeEvent({"t", 0}, 1, "b", "order"), 1);
   ASSERT_EQ(writer.written().size(), 1u);
   EXPECT_THAT(writer.written()[0].error, HasSubstr("no processor handles event type \"mystery\""));
   EXPECT_EQ(writer.written()[0].source_offset, 0);
@@ -575,7 +557,7 @@ TEST(RoutingPolicyTest, AnUnknownTypeUnderBlockHoldsItsPartition) {
   Harness h(config);
   h.Assign({{"t", 0}});
   h.Connect(10);
-  h.engine_.Submit(Event("t", 0, 0, "a", "mystery"), 1);
+  h.engine_.Submit(MakeEvent({"t", 0}, 0, "a", "mystery"), 1);
   EXPECT_EQ(h.engine_.BlockedPartitions().size(), 1u);
   EXPECT_EQ(h.engine_.Snapshot().counters.blocked, 1);
 }

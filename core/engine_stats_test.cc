@@ -15,6 +15,7 @@
 #include "core/metrics_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_dead_letter_writer.h"
 #include "tests/mocks/fake_worker_stream.h"
@@ -22,9 +23,12 @@
 namespace ferry {
 namespace {
 
+using ::ferry::testing::Connect;
 using ::ferry::testing::FakeClock;
 using ::ferry::testing::FakeDeadLetterWriter;
 using ::ferry::testing::FakeWorkerStream;
+using ::ferry::testing::MakeEvent;
+using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
@@ -52,17 +56,6 @@ Config TwoProcessorConfig() {
   return config;
 }
 
-v1::Event MakeEvent(int32_t partition, int64_t offset, const std::string& key,
-                    const std::string& type) {
-  v1::Event event;
-  event.set_topic("t");
-  event.set_partition(partition);
-  event.set_offset(offset);
-  event.set_key(key);
-  event.set_type(type);
-  return event;
-}
-
 // `n` keys that land in different lanes (KEY ordering, 8 lanes), so none
 // waits behind another.
 std::vector<std::string> DistinctLaneKeys(int n) {
@@ -76,14 +69,6 @@ std::vector<std::string> DistinctLaneKeys(int n) {
     keys.push_back(key);
   }
   return keys;
-}
-
-v1::Results ResultFor(uint64_t id, v1::Result::Status status) {
-  v1::Results results;
-  v1::Result* result = results.add_results();
-  result->set_id(id);
-  result->set_status(status);
-  return results;
 }
 
 class EngineStatsTest : public ::testing::Test {
@@ -102,12 +87,6 @@ class EngineStatsTest : public ::testing::Test {
     absl::StatusOr<Exposition> parsed = ParseExposition(text);
     EXPECT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
     return parsed.ok() ? *parsed : Exposition();
-  }
-
-  int64_t Connect(int processor, FakeWorkerStream& stream, uint32_t credit) {
-    const int64_t id = engine_.AddStream(processor, &stream);
-    engine_.OnReady(id, credit);
-    return id;
   }
 
   Config config_;
@@ -151,8 +130,8 @@ TEST_F(EngineStatsTest, TopicAndConstantTypesAreLabels) {
 TEST_F(EngineStatsTest, CountsConsumedDispatchedAndResultsWithTimings) {
   FakeWorkerStream slow("slow#0");
   FakeWorkerStream rest("rest#0");
-  const int64_t slow_id = Connect(0, slow, 10);
-  const int64_t rest_id = Connect(1, rest, 10);
+  const int64_t slow_id = Connect(engine_, slow, 10, 0);
+  const int64_t rest_id = Connect(engine_, rest, 10, 1);
 
   const std::vector<std::string> keys = DistinctLaneKeys(3);
   engine_.Submit(MakeEvent(0, 0, keys[0], "a"), 100);
@@ -200,7 +179,7 @@ TEST_F(EngineStatsTest, EnqueueTimeCountsWaitingForAStream) {
   engine_.Submit(MakeEvent(0, 0, "k", "a"), 10);
   clock_.Advance(absl::Seconds(3));
   FakeWorkerStream slow("slow#0");
-  Connect(0, slow, 10);
+  Connect(engine_, slow, 10, 0);
   ASSERT_EQ(slow.held().size(), 1u);
   const Exposition metrics = Scrape();
   EXPECT_DOUBLE_EQ(*metrics.Value("ferry_enqueue_duration_seconds_sum",
@@ -210,7 +189,7 @@ TEST_F(EngineStatsTest, EnqueueTimeCountsWaitingForAStream) {
 
 TEST_F(EngineStatsTest, RetriesTimeoutsRedeliveriesStaleAndFailures) {
   FakeWorkerStream slow("slow#0");
-  const int64_t slow_id = Connect(0, slow, 10);
+  const int64_t slow_id = Connect(engine_, slow, 10, 0);
   engine_.Submit(MakeEvent(0, 0, "k", "a"), 10);
   uint64_t first = slow.TakeHeld()[0].id();
   engine_.OnResults(slow_id, ResultFor(first, v1::Result::RETRY));
@@ -228,7 +207,7 @@ TEST_F(EngineStatsTest, RetriesTimeoutsRedeliveriesStaleAndFailures) {
   ASSERT_EQ(slow.TakeHeld().size(), 2u);  // the timed-out one was also sent before
   engine_.OnStreamClosed(slow_id);
   FakeWorkerStream again("slow#1");
-  Connect(0, again, 10);
+  Connect(engine_, again, 10, 0);
   ASSERT_EQ(again.held().size(), 1u);
 
   const Exposition metrics = Scrape();
@@ -273,7 +252,7 @@ TEST_F(EngineStatsTest, DuplicatesPoisonAndRevokedDrops) {
 
 TEST_F(EngineStatsTest, SnapshotTracksTheOldestUnfinishedEvent) {
   FakeWorkerStream slow("slow#0");
-  const int64_t slow_id = Connect(0, slow, 10);
+  const int64_t slow_id = Connect(engine_, slow, 10, 0);
   const std::vector<std::string> keys = DistinctLaneKeys(3);
   const absl::Time start = clock_.Now();
   engine_.Submit(MakeEvent(0, 10, keys[0], "a"), 10);
@@ -331,7 +310,7 @@ TEST_F(EngineStatsTest, SnapshotLanesDelayStageAndStreams) {
   EXPECT_EQ(snapshot.processors[0].connected_streams, 0);
 
   FakeWorkerStream slow("slow#0");
-  const int64_t slow_id = Connect(0, slow, 3);
+  const int64_t slow_id = Connect(engine_, slow, 3, 0);
   snapshot = engine_.Snapshot();
   EXPECT_EQ(snapshot.processors[0].connected_streams, 1);
   EXPECT_EQ(snapshot.processors[0].in_flight, 2);  // one per lane (KEY ordering)

@@ -10,6 +10,7 @@
 #include "core/redelivery.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_dead_letter_writer.h"
 #include "tests/mocks/fake_worker_stream.h"
@@ -17,56 +18,26 @@
 namespace ferry {
 namespace {
 
+using ::ferry::testing::CommitOffset;
+using ::ferry::testing::Connect;
+using ::ferry::testing::EngineTestConfig;
 using ::ferry::testing::FakeClock;
 using ::ferry::testing::FakeDeadLetterWriter;
 using ::ferry::testing::FakeWorkerStream;
+using ::ferry::testing::MakeEvent;
+using ::ferry::testing::Offsets;
+using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
+// The base engine test config with the ProcessorConfig default backoff ceiling
+// (30s) this file's retry timings were written against.
 Config TestConfig(FailurePolicy policy = FailurePolicy::kSkip) {
-  Config config;
-  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
-  ProcessorConfig processor;
-  processor.name = "p";
-  processor.target = "ipv4:127.0.0.1:1";
-  processor.max_in_flight = 1000;
-  processor.max_batch = 64;
-  processor.timeout = absl::Seconds(10);
-  processor.max_attempts = 3;
-  config.processors.push_back(processor);
-  config.lane_count = 16;
-  config.lane_capacity = 100;
-  config.max_buffered_events = 1000;
-  config.on_failure = policy;
-  if (policy == FailurePolicy::kDeadLetter) config.dead_letter_topic = "dlq";
+  Config config = EngineTestConfig(policy);
+  config.processors[0].retry_backoff_max = absl::Seconds(30);
   return config;
-}
-
-v1::Event MakeEvent(int32_t partition, int64_t offset, const std::string& key) {
-  v1::Event event;
-  event.set_topic("t");
-  event.set_partition(partition);
-  event.set_offset(offset);
-  event.set_key(key);
-  event.set_type("t");
-  return event;
-}
-
-v1::Results ResultFor(uint64_t id, v1::Result::Status status, const std::string& message = "") {
-  v1::Results results;
-  v1::Result* result = results.add_results();
-  result->set_id(id);
-  result->set_status(status);
-  result->set_message(message);
-  return results;
-}
-
-std::vector<int64_t> Offsets(const std::vector<v1::Event>& events) {
-  std::vector<int64_t> offsets;
-  for (const v1::Event& event : events) offsets.push_back(event.offset());
-  return offsets;
 }
 
 class EngineStreamTest : public ::testing::Test {
@@ -76,21 +47,10 @@ class EngineStreamTest : public ::testing::Test {
     engine_->OnAssigned({{"t", 0}, {"t", 1}, {"t", 2}});
     engine_->SetStreamResetter([this](WorkerStream* s) { resets_.push_back(s); });
   }
-  int64_t Connect(FakeWorkerStream& stream, uint32_t credit) {
-    const int64_t id = engine_->AddStream(0, &stream);
-    engine_->OnReady(id, credit);
-    return id;
-  }
   void AckAll(int64_t id, FakeWorkerStream& stream) {
     for (const v1::Event& event : stream.TakeHeld()) {
       engine_->OnResults(id, ResultFor(event.id(), v1::Result::OK));
     }
-  }
-  std::optional<int64_t> CommitOffset(int32_t partition) {
-    for (const CommitPosition& position : engine_->PendingCommits()) {
-      if (position.partition.partition == partition) return position.offset;
-    }
-    return std::nullopt;
   }
 
   FakeClock clock_;
@@ -115,7 +75,7 @@ TEST_F(EngineStreamTest, ResultsOrCreditBeforeReadyAndUnknownStatusResetTheStrea
   EXPECT_EQ(engine_->Snapshot().counters.protocol_errors, 2);
   EXPECT_THAT(resets_, ElementsAre(&early_results, &early_credit));
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 10);
+  const int64_t id = Connect(*engine_, stream, 10);
   engine_->OnReady(id, 10);  // Ready twice: counted and ignored
   EXPECT_EQ(engine_->Snapshot().counters.protocol_errors, 3);
   engine_->Submit(MakeEvent(0, 0, "a"), 1);
@@ -128,7 +88,7 @@ TEST_F(EngineStreamTest, ResultsOrCreditBeforeReadyAndUnknownStatusResetTheStrea
   // The event is not lost: it goes to the next stream, as a redelivery.
   engine_->OnStreamClosed(id);
   FakeWorkerStream next("next");
-  Connect(next, 10);
+  Connect(*engine_, next, 10);
   std::vector<v1::Event> redelivered = next.TakeHeld();
   ASSERT_EQ(redelivered.size(), 1u);
   EXPECT_EQ(redelivered[0].offset(), 0);
@@ -141,11 +101,11 @@ TEST_F(EngineStreamTest, UnparsableMessageRedeliversAndNothingMoreIsSentToTheStr
   Start();
   FakeWorkerStream bad("bad");
   FakeWorkerStream good("good");
-  const int64_t bad_id = Connect(bad, 100);
+  const int64_t bad_id = Connect(*engine_, bad, 100);
   engine_->Submit(MakeEvent(0, 0, "a"), 1);
   engine_->Submit(MakeEvent(1, 0, "b"), 1);
   ASSERT_THAT(Offsets(bad.held()), ElementsAre(0, 0));
-  const int64_t good_id = Connect(good, 100);
+  const int64_t good_id = Connect(*engine_, good, 100);
   engine_->OnProtocolError(bad_id, "a message of 5 bytes that is not a ProcessResponse");
   EXPECT_EQ(engine_->Snapshot().counters.protocol_errors, 1);
   EXPECT_EQ(engine_->Snapshot().counters.redelivered, 2);
@@ -166,9 +126,9 @@ TEST_F(EngineStreamTest, UnparsableMessageRedeliversAndNothingMoreIsSentToTheStr
   EXPECT_EQ(engine_->Snapshot().counters.acked, 0);
   AckAll(good_id, good);
   EXPECT_EQ(engine_->Snapshot().counters.acked, 3);
-  EXPECT_EQ(CommitOffset(0), 1);
-  EXPECT_EQ(CommitOffset(1), 1);
-  EXPECT_EQ(CommitOffset(2), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 1), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 2), 1);
 }
 
 const v1::Event* FindKey(const std::vector<v1::Event>& events, const std::string& key) {
@@ -181,13 +141,13 @@ const v1::Event* FindKey(const std::vector<v1::Event>& events, const std::string
 TEST_F(EngineStreamTest, RedeliveredEventsTravelAloneAndBystandersAreNotCharged) {
   Start();
   FakeWorkerStream first("first");
-  const int64_t first_id = Connect(first, 100);
+  const int64_t first_id = Connect(*engine_, first, 100);
   engine_->Submit(MakeEvent(0, 0, "a"), 1);
   engine_->Submit(MakeEvent(1, 0, "b"), 1);
   engine_->OnStreamClosed(first_id, "stream ended: boom (code 13)");
   // Both were lost once: each now goes in a message of its own.
   FakeWorkerStream second("second");
-  const int64_t second_id = Connect(second, 100);
+  const int64_t second_id = Connect(*engine_, second, 100);
   ASSERT_EQ(second.batches().size(), 2u);
   EXPECT_THAT(second.alone(), ElementsAre(true, true));
   EXPECT_EQ(second.batches()[0].events_size(), 1);
@@ -215,9 +175,9 @@ TEST_F(EngineStreamTest, RedeliveredEventsTravelAloneAndBystandersAreNotCharged)
   EXPECT_THAT(third.alone(), ElementsAre(true, false));
   EXPECT_EQ(third.batches()[1].events_size(), 2);  // c (redelivered, uncharged) and d
   AckAll(third_id, third);
-  EXPECT_EQ(CommitOffset(0), 1);
-  EXPECT_EQ(CommitOffset(1), 1);
-  EXPECT_EQ(CommitOffset(2), 2);
+  EXPECT_EQ(CommitOffset(*engine_, 0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 1), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 2), 2);
 }
 
 // With no idle stream, one stream is drained for a quarantined event: fresh
@@ -227,8 +187,8 @@ TEST_F(EngineStreamTest, AStreamIsDrainedForAQuarantinedEvent) {
   // y and w are busy, with no credit left.
   FakeWorkerStream y("y");
   FakeWorkerStream w("w");
-  const int64_t y_id = Connect(y, 2);
-  const int64_t w_id = Connect(w, 2);
+  const int64_t y_id = Connect(*engine_, y, 2);
+  const int64_t w_id = Connect(*engine_, w, 2);
   std::vector<Engine::SubmitItem> items(4);
   for (int i = 0; i < 4; ++i) {
     items[i].event = MakeEvent(1, i, "k" + std::to_string(i));
@@ -241,7 +201,7 @@ TEST_F(EngineStreamTest, AStreamIsDrainedForAQuarantinedEvent) {
   engine_->Submit(MakeEvent(0, 0, "q"), 1);
   for (int loss = 0; loss < kQuarantineStrikes; ++loss) {
     FakeWorkerStream lost("lost");
-    const int64_t id = Connect(lost, 100);
+    const int64_t id = Connect(*engine_, lost, 100);
     ASSERT_EQ(lost.held().size(), 1u);
     engine_->OnStreamClosed(id);
   }
@@ -260,9 +220,9 @@ TEST_F(EngineStreamTest, AStreamIsDrainedForAQuarantinedEvent) {
   EXPECT_TRUE(y.alone().back());
   AckAll(y_id, y);
   AckAll(w_id, w);
-  EXPECT_EQ(CommitOffset(0), 1);
-  EXPECT_EQ(CommitOffset(1), 4);
-  EXPECT_EQ(CommitOffset(2), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 1), 4);
+  EXPECT_EQ(CommitOffset(*engine_, 2), 1);
 }
 
 // A message every worker rejects (its stream ends each time it carries the
@@ -278,7 +238,7 @@ TEST_F(EngineStreamTest, EventWhoseStreamKeepsBeingLostTakesTheFailurePolicy) {
   int poison_dispatches = 0;
   for (int round = 0; round < 100; ++round) {
     FakeWorkerStream stream("s" + std::to_string(round));
-    const int64_t id = Connect(stream, 100);
+    const int64_t id = Connect(*engine_, stream, 100);
     bool lost = false;
     while (!stream.held().empty() && !lost) {
       // Everything in flight on the stream is lost with it.
@@ -308,11 +268,11 @@ TEST_F(EngineStreamTest, EventWhoseStreamKeepsBeingLostTakesTheFailurePolicy) {
   EXPECT_EQ(letter.source_offset, 0);
   EXPECT_THAT(letter.error, HasSubstr("redelivery limit"));
   EXPECT_THAT(letter.error, HasSubstr("failed to parse request"));
-  EXPECT_EQ(CommitOffset(1), 1);
-  EXPECT_EQ(CommitOffset(2), 1);
-  EXPECT_EQ(CommitOffset(0), std::nullopt);  // done once the dead letter is acknowledged
+  EXPECT_EQ(CommitOffset(*engine_, 1), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 2), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 0), std::nullopt);  // done once the dead letter is acknowledged
   writer_.Complete();
-  EXPECT_EQ(CommitOffset(0), 2);
+  EXPECT_EQ(CommitOffset(*engine_, 0), 2);
   EXPECT_EQ(engine_->Buffered(), 0);
 }
 
@@ -323,17 +283,17 @@ TEST_F(EngineStreamTest, UpToTheBoundLostStreamsAreRedeliveries) {
   engine_->Submit(MakeEvent(0, 0, "a"), 1);
   for (int loss = 0; loss < kMaxRedeliveries; ++loss) {
     FakeWorkerStream crashing("crashing");
-    const int64_t id = Connect(crashing, 100);
+    const int64_t id = Connect(*engine_, crashing, 100);
     ASSERT_EQ(crashing.held().size(), 1u) << loss;
     engine_->OnStreamClosed(id);
   }
   FakeWorkerStream healthy("healthy");
-  const int64_t id = Connect(healthy, 100);
+  const int64_t id = Connect(*engine_, healthy, 100);
   ASSERT_EQ(healthy.held().size(), 1u);
   AckAll(id, healthy);
   EXPECT_EQ(engine_->Snapshot().counters.redelivered, kMaxRedeliveries);
   EXPECT_EQ(engine_->Snapshot().counters.redelivery_limit, 0);
-  EXPECT_EQ(CommitOffset(0), 1);
+  EXPECT_EQ(CommitOffset(*engine_, 0), 1);
 }
 
 TEST_F(EngineStreamTest, BlockPolicyHoldsThePartitionAtTheRedeliveryLimit) {
@@ -342,12 +302,12 @@ TEST_F(EngineStreamTest, BlockPolicyHoldsThePartitionAtTheRedeliveryLimit) {
   engine_->Submit(MakeEvent(0, 1, "a"), 1);
   for (int loss = 0; loss <= kMaxRedeliveries; ++loss) {
     FakeWorkerStream stream("s");
-    const int64_t id = Connect(stream, 100);
+    const int64_t id = Connect(*engine_, stream, 100);
     ASSERT_THAT(Offsets(stream.held()), ElementsAre(0)) << loss;
     engine_->OnStreamClosed(id);
   }
   FakeWorkerStream stream("after");
-  Connect(stream, 100);
+  Connect(*engine_, stream, 100);
   EXPECT_THAT(stream.held(), IsEmpty());  // the key's next event waits
   EXPECT_EQ(engine_->BlockedPartitions().size(), 1u);
   EXPECT_EQ(engine_->Snapshot().counters.redelivery_limit, 1);
@@ -360,7 +320,7 @@ TEST_F(EngineStreamTest, QuarantinedEventsAreDroppedOnRevokeAndCanBeSkipped) {
   engine_->Submit(MakeEvent(1, 0, "b"), 1);
   for (int loss = 0; loss < kQuarantineStrikes; ++loss) {
     FakeWorkerStream lost("lost");
-    const int64_t id = Connect(lost, 100);
+    const int64_t id = Connect(*engine_, lost, 100);
     ASSERT_EQ(lost.held().size(), 2u);
     engine_->OnStreamClosed(id);
   }
@@ -375,12 +335,12 @@ TEST_F(EngineStreamTest, QuarantinedEventsAreDroppedOnRevokeAndCanBeSkipped) {
   engine_->OnRevoked({{"t", 0}});
   EXPECT_EQ(engine_->Buffered(), 1);
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(*engine_, stream, 100);
   ASSERT_EQ(stream.held().size(), 1u);
   EXPECT_EQ(stream.held()[0].offset(), 1);
   EXPECT_EQ(stream.held()[0].partition(), 1);
   AckAll(id, stream);
-  EXPECT_EQ(CommitOffset(1), 2);
+  EXPECT_EQ(CommitOffset(*engine_, 1), 2);
   EXPECT_EQ(engine_->Buffered(), 0);
 }
 

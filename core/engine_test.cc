@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_dead_letter_writer.h"
 #include "tests/mocks/fake_worker_stream.h"
@@ -13,72 +14,22 @@
 namespace ferry {
 namespace {
 
+using ::ferry::testing::CommitOffset;
+using ::ferry::testing::Connect;
+using ::ferry::testing::EngineTestConfig;
 using ::ferry::testing::FakeClock;
 using ::ferry::testing::FakeDeadLetterWriter;
 using ::ferry::testing::FakeWorkerStream;
+using ::ferry::testing::MakeEvent;
+using ::ferry::testing::Offsets;
+using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-Config TestConfig() {
-  Config config;
-  config.topics.push_back(TopicConfig{"t", Ordering::kKey, {}, {}});
-  ProcessorConfig processor;
-  processor.name = "p";
-  processor.target = "ipv4:127.0.0.1:1";
-  processor.max_in_flight = 1000;
-  processor.max_batch = 64;
-  processor.timeout = absl::Seconds(10);
-  processor.max_attempts = 3;
-  processor.retry_backoff = absl::Milliseconds(100);
-  processor.retry_backoff_max = absl::Seconds(1);
-  config.processors.push_back(processor);
-  config.lane_count = 16;
-  config.lane_capacity = 100;
-  config.max_buffered_events = 1000;
-  return config;
-}
-
-v1::Event MakeEvent(int32_t partition, int64_t offset, const std::string& key,
-                    const std::string& type = "t") {
-  v1::Event event;
-  event.set_topic("t");
-  event.set_partition(partition);
-  event.set_offset(offset);
-  event.set_key(key);
-  event.set_type(type);
-  return event;
-}
-
-v1::Results ResultFor(uint64_t id, v1::Result::Status status, const std::string& message = "") {
-  v1::Results results;
-  v1::Result* result = results.add_results();
-  result->set_id(id);
-  result->set_status(status);
-  result->set_message(message);
-  return results;
-}
-
-std::vector<int64_t> Offsets(const std::vector<v1::Event>& events) {
-  std::vector<int64_t> offsets;
-  for (const v1::Event& event : events) offsets.push_back(event.offset());
-  return offsets;
-}
-
 class EngineTest : public ::testing::Test {
  protected:
-  explicit EngineTest(Config config = TestConfig()) : engine_(config, &clock_) {
+  explicit EngineTest(Config config = EngineTestConfig()) : engine_(config, &clock_) {
     engine_.OnAssigned({{"t", 0}, {"t", 1}});
-  }
-  int64_t Connect(FakeWorkerStream& stream, uint32_t credit) {
-    const int64_t id = engine_.AddStream(0, &stream);
-    engine_.OnReady(id, credit);
-    return id;
-  }
-  std::optional<int64_t> CommitOffset(int32_t partition) {
-    for (const CommitPosition& position : engine_.PendingCommits()) {
-      if (position.partition.partition == partition) return position.offset;
-    }
-    return std::nullopt;
   }
 
   FakeClock clock_;
@@ -96,7 +47,7 @@ TEST_F(EngineTest, NothingIsSentBeforeReady) {
 
 TEST_F(EngineTest, OneKeyHasOneEventInFlightAndKeepsOrder) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   engine_.Submit(MakeEvent(0, 1, "a"), 10);
   engine_.Submit(MakeEvent(0, 2, "b"), 10);
@@ -112,7 +63,7 @@ TEST_F(EngineTest, OneKeyHasOneEventInFlightAndKeepsOrder) {
 
 TEST_F(EngineTest, CreditIsNeverExceeded) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 2);
+  const int64_t id = Connect(engine_, stream, 2);
   for (int i = 0; i < 10; ++i) engine_.Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
   EXPECT_EQ(stream.held().size(), 2u);
   // Results alone do not return credit.
@@ -126,7 +77,7 @@ TEST_F(EngineTest, CreditIsNeverExceeded) {
 
 TEST_F(EngineTest, CreditInsideResultsCountsLikeACreditMessage) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 2);
+  const int64_t id = Connect(engine_, stream, 2);
   for (int i = 0; i < 10; ++i) engine_.Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
   std::vector<v1::Event> sent = stream.TakeHeld();
   ASSERT_EQ(sent.size(), 2u);
@@ -139,7 +90,7 @@ TEST_F(EngineTest, CreditInsideResultsCountsLikeACreditMessage) {
   engine_.OnResults(id, results);
   EXPECT_THAT(Offsets(stream.TakeHeld()), ElementsAre(2, 3));
   EXPECT_EQ(stream.batches().size(), messages + 1);
-  EXPECT_EQ(CommitOffset(0), 2);
+  EXPECT_EQ(CommitOffset(engine_, 0), 2);
   // Credit alone in an empty Results (the worker's events were cancelled).
   v1::Results credit_only;
   credit_only.set_credit(3);
@@ -149,7 +100,7 @@ TEST_F(EngineTest, CreditInsideResultsCountsLikeACreditMessage) {
 }
 
 TEST_F(EngineTest, FerrysOwnCapHoldsWhateverTheWorkerGrants) {
-  Config config = TestConfig();
+  Config config = EngineTestConfig();
   config.processors[0].max_in_flight = 3;
   Engine engine(config, &clock_);
   engine.OnAssigned({{"t", 0}});
@@ -168,14 +119,14 @@ TEST_F(EngineTest, FerrysOwnCapHoldsWhateverTheWorkerGrants) {
 TEST_F(EngineTest, ManyEventsPerMessageUpToMaxBatch) {
   FakeWorkerStream stream("s");
   for (int i = 0; i < 100; ++i) engine_.Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
-  Connect(stream, 1000);
+  Connect(engine_, stream, 1000);
   // 16 lanes: one head each is ready at once, in one message.
   ASSERT_EQ(stream.batches().size(), 1u);
   EXPECT_EQ(stream.batches()[0].events_size(), 16);
 }
 
 TEST_F(EngineTest, BatchesStayUnderMaxBatchBytes) {
-  Config config = TestConfig();
+  Config config = EngineTestConfig();
   config.processors[0].max_batch_bytes = 10 * 1024;
   config.topics[0].ordering = Ordering::kUnordered;  // every event ready at once
   Engine engine(config, &clock_);
@@ -199,24 +150,24 @@ TEST_F(EngineTest, BatchesStayUnderMaxBatchBytes) {
 
 TEST_F(EngineTest, CommitsOnlyTheContiguousFinishedPrefix) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   for (int i = 0; i < 4; ++i) engine_.Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
   std::vector<v1::Event> sent = stream.TakeHeld();
   ASSERT_EQ(sent.size(), 4u);
   engine_.OnResults(id, ResultFor(sent[1].id(), v1::Result::OK));
   engine_.OnResults(id, ResultFor(sent[2].id(), v1::Result::OK));
-  EXPECT_EQ(CommitOffset(0), std::nullopt);
+  EXPECT_EQ(CommitOffset(engine_, 0), std::nullopt);
   engine_.OnResults(id, ResultFor(sent[0].id(), v1::Result::OK));
-  EXPECT_EQ(CommitOffset(0), 3);
+  EXPECT_EQ(CommitOffset(engine_, 0), 3);
   engine_.MarkCommitted(engine_.PendingCommits());
   EXPECT_THAT(engine_.PendingCommits(), IsEmpty());  // only when it advances
   engine_.OnResults(id, ResultFor(sent[3].id(), v1::Result::OK));
-  EXPECT_EQ(CommitOffset(0), 4);
+  EXPECT_EQ(CommitOffset(engine_, 0), 4);
 }
 
 TEST_F(EngineTest, DuplicateAndUnknownResultsApplyOnce) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   engine_.Submit(MakeEvent(0, 1, "a"), 10);
   const uint64_t first = stream.TakeHeld()[0].id();
@@ -225,12 +176,12 @@ TEST_F(EngineTest, DuplicateAndUnknownResultsApplyOnce) {
   engine_.OnResults(id, ResultFor(999999, v1::Result::OK));
   EXPECT_EQ(engine_.Snapshot().counters.acked, 1);
   EXPECT_EQ(engine_.Snapshot().counters.stale_results, 2);
-  EXPECT_EQ(CommitOffset(0), 1);
+  EXPECT_EQ(CommitOffset(engine_, 0), 1);
 }
 
 TEST_F(EngineTest, RetryStaysAtTheHeadOfItsLane) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   engine_.Submit(MakeEvent(0, 1, "a"), 10);
   v1::Event sent = stream.TakeHeld()[0];
@@ -250,7 +201,7 @@ TEST_F(EngineTest, RetryStaysAtTheHeadOfItsLane) {
 
 TEST_F(EngineTest, RetriesExhaustedIsATerminalFailure) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   for (int attempt = 1; attempt <= 3; ++attempt) {
     clock_.Advance(absl::Seconds(2));
@@ -262,28 +213,28 @@ TEST_F(EngineTest, RetriesExhaustedIsATerminalFailure) {
   }
   EXPECT_THAT(stream.held(), IsEmpty());
   EXPECT_EQ(engine_.Snapshot().counters.failed, 1);
-  EXPECT_EQ(CommitOffset(0), 1);
+  EXPECT_EQ(CommitOffset(engine_, 0), 1);
 }
 
 TEST_F(EngineTest, FailIsTerminalAndFinishesTheOffset) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   engine_.OnResults(id, ResultFor(stream.TakeHeld()[0].id(), v1::Result::FAIL, "bad"));
   EXPECT_EQ(engine_.Snapshot().counters.failed, 1);
-  EXPECT_EQ(CommitOffset(0), 1);
+  EXPECT_EQ(CommitOffset(engine_, 0), 1);
   EXPECT_EQ(engine_.Buffered(), 0);
 }
 
 TEST_F(EngineTest, LostStreamRedeliversToAnotherStreamInOrder) {
   FakeWorkerStream first("first");
   FakeWorkerStream second("second");
-  const int64_t first_id = Connect(first, 100);
+  const int64_t first_id = Connect(engine_, first, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   engine_.Submit(MakeEvent(0, 1, "a"), 10);
   const uint64_t lost = first.TakeHeld()[0].id();
   engine_.OnStreamClosed(first_id);
-  const int64_t second_id = Connect(second, 100);
+  const int64_t second_id = Connect(engine_, second, 100);
   std::vector<v1::Event> redelivered = second.TakeHeld();
   ASSERT_THAT(Offsets(redelivered), ElementsAre(0));
   EXPECT_EQ(redelivered[0].attempt(), 1);  // a redelivery is not an attempt
@@ -297,7 +248,7 @@ TEST_F(EngineTest, LostStreamRedeliversToAnotherStreamInOrder) {
 
 TEST_F(EngineTest, RevokeDropsWorkAndFencesLateResults) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   engine_.Submit(MakeEvent(0, 1, "b"), 10);
   engine_.Submit(MakeEvent(0, 2, "a"), 10);  // queued behind offset 0
@@ -319,7 +270,7 @@ TEST_F(EngineTest, RevokeDropsWorkAndFencesLateResults) {
 
 TEST_F(EngineTest, DeadlinePassedCancelsAndFinishes) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   const uint64_t event_id = stream.TakeHeld()[0].id();
   engine_.OnTimer();
@@ -328,14 +279,14 @@ TEST_F(EngineTest, DeadlinePassedCancelsAndFinishes) {
   engine_.OnTimer();
   EXPECT_THAT(stream.cancelled(), ElementsAre(event_id));
   EXPECT_EQ(engine_.Snapshot().counters.timed_out, 1);
-  EXPECT_EQ(CommitOffset(0), 1);
+  EXPECT_EQ(CommitOffset(engine_, 0), 1);
   engine_.OnResults(id, ResultFor(event_id, v1::Result::OK));  // late
   EXPECT_EQ(engine_.Snapshot().counters.stale_results, 1);
 }
 
 TEST_F(EngineTest, BudgetsDrivePauseAndResume) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 10000);
+  const int64_t id = Connect(engine_, stream, 10000);
   EXPECT_FALSE(engine_.OverHighWatermark());
   for (int i = 0; i < 1000; ++i) engine_.Submit(MakeEvent(0, i, "k" + std::to_string(i % 500)), 1);
   EXPECT_TRUE(engine_.OverHighWatermark());
@@ -352,7 +303,7 @@ TEST_F(EngineTest, BudgetsDrivePauseAndResume) {
 
 TEST_F(EngineTest, SubmitBatchDispatchesOnceInOneMessage) {
   FakeWorkerStream stream("s");
-  Connect(stream, 1000);
+  Connect(engine_, stream, 1000);
   std::vector<Engine::SubmitItem> items;
   for (int i = 0; i < 40; ++i) {
     items.push_back({MakeEvent(i % 2, i / 2, "k" + std::to_string(i)), 1, std::nullopt});
@@ -418,19 +369,19 @@ TEST_F(EngineTest, StreamsAreSentToWithoutTheEngineLock) {
 
 TEST_F(EngineTest, NothingIsDispatchedAfterStopDispatching) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 10);
+  const int64_t id = Connect(engine_, stream, 10);
   engine_.Submit(MakeEvent(0, 0, "a"), 1);
   engine_.Submit(MakeEvent(0, 1, "a"), 1);
   const uint64_t first = stream.TakeHeld()[0].id();
   engine_.StopDispatching();
   engine_.OnResults(id, ResultFor(first, v1::Result::OK));
   EXPECT_THAT(stream.held(), IsEmpty());
-  EXPECT_EQ(CommitOffset(0), 1);  // results still count
+  EXPECT_EQ(CommitOffset(engine_, 0), 1);  // results still count
 }
 
 TEST_F(EngineTest, DuplicateRecordInOneAssignmentIsIgnored) {
   FakeWorkerStream stream("s");
-  Connect(stream, 100);
+  Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 5, "a"), 10);
   engine_.Submit(MakeEvent(0, 5, "a"), 10);
   EXPECT_EQ(engine_.Buffered(), 1);
@@ -439,7 +390,7 @@ TEST_F(EngineTest, DuplicateRecordInOneAssignmentIsIgnored) {
 
 TEST_F(EngineTest, BackoffGrowsAndHonoursRetryAfter) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 100);
+  const int64_t id = Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 10);
   v1::Results retry = ResultFor(stream.TakeHeld()[0].id(), v1::Result::RETRY);
   retry.mutable_results(0)->set_retry_after_ms(700);
@@ -462,7 +413,7 @@ TEST_F(EngineTest, BackoffGrowsAndHonoursRetryAfter) {
 
 TEST_F(EngineTest, DeliveryIdsCarryTheEpochAndStayUnique) {
   FakeWorkerStream stream("s");
-  Connect(stream, 100);
+  Connect(engine_, stream, 100);
   engine_.Submit(MakeEvent(0, 0, "a"), 1);
   engine_.Submit(MakeEvent(1, 0, "b"), 1);
   std::vector<v1::Event> sent = stream.TakeHeld();
@@ -478,15 +429,15 @@ TEST_F(EngineTest, DeliveryIdsCarryTheEpochAndStayUnique) {
 
 TEST_F(EngineTest, UnspecifiedStatusCountsAsFail) {
   FakeWorkerStream stream("s");
-  const int64_t id = Connect(stream, 10);
+  const int64_t id = Connect(engine_, stream, 10);
   engine_.Submit(MakeEvent(0, 0, "a"), 1);
   engine_.OnResults(id, ResultFor(stream.TakeHeld()[0].id(), v1::Result::STATUS_UNSPECIFIED));
   EXPECT_EQ(engine_.Snapshot().counters.failed, 1);
-  EXPECT_EQ(CommitOffset(0), 1);
+  EXPECT_EQ(CommitOffset(engine_, 0), 1);
 }
 
 TEST_F(EngineTest, RetryOnTimeoutRetriesInsteadOfFailing) {
-  Config config = TestConfig();
+  Config config = EngineTestConfig();
   config.processors[0].retry_on_timeout = true;
   Engine engine(config, &clock_);
   engine.OnAssigned({{"t", 0}});
@@ -508,7 +459,7 @@ TEST_F(EngineTest, RetryOnTimeoutRetriesInsteadOfFailing) {
 class FailurePolicyTest : public ::testing::Test {
  protected:
   static Config WithPolicy(FailurePolicy policy) {
-    Config config = TestConfig();
+    Config config = EngineTestConfig();
     config.on_failure = policy;
     config.dead_letter_topic = "dlq";
     return config;
@@ -524,12 +475,6 @@ class FailurePolicyTest : public ::testing::Test {
     ASSERT_FALSE(sent.empty());
     engine_->OnResults(stream_id_, ResultFor(sent[0].id(), v1::Result::FAIL, message));
   }
-  std::optional<int64_t> CommitOffset() {
-    std::vector<CommitPosition> positions = engine_->PendingCommits();
-    if (positions.empty()) return std::nullopt;
-    return positions[0].offset;
-  }
-
   FakeClock clock_;
   FakeDeadLetterWriter writer_;
   FakeWorkerStream stream_{"s"};
@@ -560,16 +505,16 @@ TEST_F(FailurePolicyTest, DeadLetterCountsDoneOnlyAfterTheWriteIsAcknowledged) {
   ASSERT_EQ(letter.headers.size(), 1u);
   // The key's next event may go on, but nothing commits before the write.
   EXPECT_EQ(stream_.held().size(), 1u);
-  EXPECT_EQ(CommitOffset(), std::nullopt);
+  EXPECT_EQ(CommitOffset(*engine_), std::nullopt);
   writer_.Complete(absl::UnavailableError("broker down"));
-  EXPECT_EQ(CommitOffset(), std::nullopt);
+  EXPECT_EQ(CommitOffset(*engine_), std::nullopt);
   EXPECT_EQ(engine_->Snapshot().counters.dead_letter_errors, 1);
   // Retried after its backoff, then acknowledged.
   clock_.Advance(absl::Seconds(1));
   engine_->OnTimer();
   ASSERT_EQ(writer_.pending(), 1u);
   writer_.Complete();
-  EXPECT_EQ(CommitOffset(), 1);
+  EXPECT_EQ(CommitOffset(*engine_), 1);
   EXPECT_EQ(engine_->Snapshot().counters.dead_lettered, 1);
 }
 
@@ -578,7 +523,7 @@ TEST_F(FailurePolicyTest, SkipFinishesAtOnce) {
   engine_->Submit(MakeEvent(0, 0, "a"), 10);
   FailHead("bad");
   EXPECT_TRUE(writer_.written().empty());
-  EXPECT_EQ(CommitOffset(), 1);
+  EXPECT_EQ(CommitOffset(*engine_), 1);
   EXPECT_EQ(engine_->Snapshot().counters.skipped, 1);
 }
 
@@ -589,7 +534,7 @@ TEST_F(FailurePolicyTest, BlockHoldsThePartitionAndItsLane) {
   engine_->Submit(MakeEvent(0, 1, "a"), 10);
   FailHead("bad");
   EXPECT_THAT(stream_.held(), IsEmpty());  // the key's next event waits
-  EXPECT_EQ(CommitOffset(), std::nullopt);
+  EXPECT_EQ(CommitOffset(*engine_), std::nullopt);
   EXPECT_NE(engine_->BlockedGeneration(), generation);
   std::vector<TopicPartition> blocked = engine_->BlockedPartitions();
   ASSERT_EQ(blocked.size(), 1u);
@@ -615,7 +560,7 @@ TEST_F(FailurePolicyTest, PoisonRecordsTakeThePolicyAndNeverStall) {
   EXPECT_EQ(writer_.written()[0].payload, "not json");
   EXPECT_EQ(stream_.held().size(), 1u);  // the partition moves on
   writer_.Complete();
-  EXPECT_EQ(CommitOffset(), 1);
+  EXPECT_EQ(CommitOffset(*engine_), 1);
   EXPECT_EQ(engine_->Snapshot().counters.poison, 1);
 }
 
@@ -633,7 +578,7 @@ TEST_F(FailurePolicyTest, RevokeForgetsPendingDeadLetters) {
 class RoutingTest : public EngineTest {
  protected:
   static Config TwoProcessors() {
-    Config config = TestConfig();
+    Config config = EngineTestConfig();
     config.processors[0].event_types = {"order"};
     ProcessorConfig other = config.processors[0];
     other.name = "q";

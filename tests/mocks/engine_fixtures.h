@@ -1,0 +1,58 @@
+// Shared set-up for the engine's unit tests (core/engine_*_test.cc,
+// core/committer_test.cc): the base test Config, Events and Results built by
+// hand, and small queries on an Engine. One copy here instead of one per test
+// file; a test that needs a different config changes the fields it cares about
+// on the returned Config, in the test file, where the reader sees it.
+//
+// Threading: plain functions with no state of their own; an Engine passed in
+// is used from the calling thread only, as the tests drive it.
+#ifndef FERRY_TESTS_MOCKS_ENGINE_FIXTURES_H_
+#define FERRY_TESTS_MOCKS_ENGINE_FIXTURES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/engine.h"
+#include "core/worker_stream.h"
+#include "ferry/v1/processor.pb.h"
+
+namespace ferry::testing {
+
+// Topic "t" (KEY-ordered) and processor "p" at an unreachable target, every
+// other field at its default.
+Config OneProcessorConfig();
+
+// OneProcessorConfig() with limits small enough to reason about in a test:
+// "p" takes 1000 in flight, batches of 64, times out after 10s, makes 3
+// attempts with 100ms..1s backoff; 16 lanes of 100, 1000 events buffered.
+// `on_failure` is the failure policy; under kDeadLetter the dead-letter topic
+// is "dlq", otherwise none is set.
+Config EngineTestConfig(FailurePolicy on_failure = FailurePolicy::kSkip);
+
+// An Event of topic "t" (or `tp.topic`) with the given position, key and type.
+v1::Event MakeEvent(int32_t partition, int64_t offset, const std::string& key,
+                    const std::string& type = "t");
+v1::Event MakeEvent(const TopicPartition& tp, int64_t offset, const std::string& key,
+                    const std::string& type = "t");
+
+// A Results message with one result for event `id`.
+v1::Results ResultFor(uint64_t id, v1::Result::Status status, const std::string& message = "");
+
+// The offsets of `events`, in order.
+std::vector<int64_t> Offsets(const std::vector<v1::Event>& events);
+
+// Adds `stream` to processor `processor` of `engine` and makes it Ready with
+// `credit`; returns its stream id.
+int64_t Connect(Engine& engine, WorkerStream& stream, uint32_t credit, int processor = 0);
+
+// The offset `engine` would commit for `tp` (or partition `partition` of
+// topic "t"); nullopt if nothing is pending there.
+std::optional<int64_t> CommitOffset(const Engine& engine, const TopicPartition& tp);
+std::optional<int64_t> CommitOffset(const Engine& engine, int32_t partition = 0);
+
+}  // namespace ferry::testing
+
+#endif  // FERRY_TESTS_MOCKS_ENGINE_FIXTURES_H_
