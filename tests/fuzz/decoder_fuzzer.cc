@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,8 +44,10 @@ FieldSource SourceFrom(FuzzedDataProvider& input) {
   return source;
 }
 
-ferry::RawRecord RecordFrom(FuzzedDataProvider& input, const std::string& configured_topic) {
+ferry::RawRecord RecordFrom(FuzzedDataProvider& input, const std::string& configured_topic,
+                            std::string payload) {
   ferry::RawRecord record;
+  record.payload = std::move(payload);
   // Kafka topic names are [a-zA-Z0-9._-]: the record's topic is the
   // configured one or another legal name, never arbitrary bytes.
   record.topic = input.ConsumeBool() ? configured_topic : "other.topic_1";
@@ -58,7 +61,6 @@ ferry::RawRecord RecordFrom(FuzzedDataProvider& input, const std::string& config
     record.headers.emplace_back(std::move(name), std::move(value));
   }
   record.timestamp_ms = input.ConsumeIntegral<int64_t>();
-  record.payload = input.ConsumeRemainingBytesAsString();
   return record;
 }
 
@@ -95,13 +97,16 @@ void CheckEvent(const ferry::RawRecord& record, const ferry::v1::Event& event) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider input(data, size);
+  // The payload first (its length from the input's last two bytes), so a
+  // seed can start with a readable JSON document.
+  std::string payload = input.ConsumeBytesAsString(input.ConsumeIntegral<uint16_t>());
   ferry::TopicConfig topic;
   topic.name = "orders";
   topic.key = SourceFrom(input);
   topic.type = SourceFrom(input);
   absl::StatusOr<std::unique_ptr<ferry::Decoder>> decoder = ferry::Decoder::Create({topic});
   if (!decoder.ok()) return 0;  // an invalid JSON pointer: the config is refused
-  const ferry::RawRecord record = RecordFrom(input, topic.name);
+  const ferry::RawRecord record = RecordFrom(input, topic.name, std::move(payload));
 
   absl::StatusOr<ferry::v1::Event> copied = (*decoder)->Decode(record);
   ferry::RawRecord moved_from = record;
