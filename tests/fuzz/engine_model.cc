@@ -45,7 +45,18 @@ Config MakeConfig(const ModelOptions& options) {
 
 }  // namespace
 
+bool EngineModel::Held(const Delivery& delivery) const {
+  if (options_.policy != FailurePolicy::kBlock || delivery.state != DeliveryState::kAnswered) {
+    return false;
+  }
+  return delivery.answer != v1::Result::OK &&
+         (delivery.answer != v1::Result::RETRY || delivery.attempt >= options_.max_attempts);
+}
+
 EngineModel::EngineModel(ModelOptions options) : options_(options) {
+  // Thousands of steps log thousands of stream and failure lines: keep the
+  // errors only (read once, at the first log line; FERRY_LOG_LEVEL wins).
+  setenv("FERRY_LOG_LEVEL", "error", /*overwrite=*/0);
   engine_ = std::make_unique<Engine>(MakeConfig(options_), &clock_);
   engine_->SetStreamResetter([this](WorkerStream* stream) { reset_requests_.push_back(stream); });
   std::vector<TopicPartition> assigned;
@@ -113,8 +124,12 @@ EngineModel::PartitionModel* EngineModel::Find(const std::string& topic, int32_t
 }
 
 EngineModel::StreamModel* EngineModel::StreamAt(int stream) {
-  if (streams_.empty()) return nullptr;
-  return &streams_[Wrap(stream, stream_count())];
+  std::vector<StreamModel*> open;
+  for (StreamModel& candidate : streams_) {
+    if (candidate.open) open.push_back(&candidate);
+  }
+  if (open.empty()) return nullptr;
+  return open[Wrap(stream, static_cast<int>(open.size()))];
 }
 
 // ---- Consumer and operator ----
@@ -206,10 +221,12 @@ absl::Status EngineModel::SkipAt(PartitionModel& partition, int64_t offset) {
       }
     }
   } else if (fate == Fate::kUnfinished && it->second.latest != 0 &&
-             deliveries_.at(it->second.latest).state != DeliveryState::kRequeued) {
-    // In flight, waiting for a retry or held: SkipOffset's documented cases.
+             (deliveries_.at(it->second.latest).state == DeliveryState::kOutstanding ||
+              Held(deliveries_.at(it->second.latest)))) {
+    // In flight or held by `block`: SkipOffset's documented cases. (A retry
+    // may be waiting out its backoff or queued again: the model cannot tell.)
     return absl::InternalError(absl::StrCat("SkipOffset(", where, ") refused an offset that is ",
-                                            "in flight, retrying or held: ",
+                                            Describe(it->second), ": ",
                                             skipped.status().ToString()));
   }
   return AfterStep();

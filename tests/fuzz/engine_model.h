@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -81,7 +82,9 @@ class EngineModel {
   absl::Status Commit();
 
   // ---- Worker side ----
-  int OpenStream();  // a new stream (not ready); returns its index
+  // Streams are named by index among the open ones (wrapping around); a
+  // closed or reset stream is replaced by a new one, as the pool does.
+  int OpenStream();  // a new stream (not ready)
   absl::Status Ready(int stream, uint32_t credit);
   absl::Status Credit(int stream, uint32_t credit);
   // A Results message answering the pick-th event in flight on the stream
@@ -138,6 +141,7 @@ class EngineModel {
     std::map<int64_t, OffsetModel> offsets;  // this epoch, not yet committed
   };
   struct StreamModel {
+    int index = 0;  // in streams_
     std::unique_ptr<testing::FakeWorkerStream> fake;
     int64_t engine_id = 0;
     bool open = true;
@@ -150,12 +154,15 @@ class EngineModel {
   enum class Fate { kUnfinished, kFinished, kUnknown };
 
   Fate FateOf(const OffsetModel& offset) const;
+  // A terminal failure that `block` holds.
+  bool Held(const Delivery& delivery) const;
   static const char* FateName(Fate fate);
   std::string Describe(const OffsetModel& offset) const;
   void SetState(uint64_t id, Delivery& delivery, DeliveryState state);
   absl::Status SkipAt(PartitionModel& partition, int64_t offset);
   PartitionModel* Find(const std::string& topic, int32_t partition);
   StreamModel* StreamAt(int stream);
+  absl::Status RespondTo(StreamModel& stream, const v1::ProcessResponse& response);
   // After every engine call: collect dispatches, apply resets, check.
   absl::Status AfterStep();
   absl::Status CollectDispatches(int index);
@@ -176,7 +183,7 @@ class EngineModel {
   testing::FakeClock clock_;
   std::unique_ptr<Engine> engine_;
   std::vector<PartitionModel> partitions_;
-  std::vector<StreamModel> streams_;
+  std::deque<StreamModel> streams_;  // deque: references stay valid as it grows
   std::map<uint64_t, Delivery> deliveries_;
   std::set<uint64_t> outstanding_;  // deliveries in kOutstanding
   std::vector<WorkerStream*> reset_requests_;

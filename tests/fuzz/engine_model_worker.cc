@@ -22,10 +22,13 @@ bool KnownStatus(v1::Result::Status status) {
 
 int EngineModel::OpenStream() {
   StreamModel stream;
+  stream.index = stream_count();
   stream.fake = std::make_unique<testing::FakeWorkerStream>(absl::StrCat("s", streams_.size()));
   stream.engine_id = engine_->AddStream(0, stream.fake.get());
   streams_.push_back(std::move(stream));
-  return stream_count() - 1;
+  int open = 0;
+  for (const StreamModel& candidate : streams_) open += candidate.open ? 1 : 0;
+  return open - 1;  // the newest open stream
 }
 
 absl::Status EngineModel::Ready(int stream, uint32_t credit) {
@@ -45,7 +48,7 @@ absl::Status EngineModel::Answer(int stream, int pick, v1::Result::Status status
                                  uint32_t credit, uint32_t retry_after_ms) {
   StreamModel* model = StreamAt(stream);
   if (model == nullptr || !model->open) return absl::OkStatus();
-  const int index = static_cast<int>(model - streams_.data());
+  const int index = model->index;
   std::vector<uint64_t> ids;
   for (uint64_t id : outstanding_) {
     if (deliveries_.at(id).stream == index) ids.push_back(id);
@@ -60,7 +63,7 @@ absl::Status EngineModel::Answer(int stream, int pick, v1::Result::Status status
     result->set_retry_after_ms(retry_after_ms);
     result->set_message("model");
   }
-  return Respond(index, response);
+  return RespondTo(*model, response);
 }
 
 absl::Status EngineModel::WorkerBytes(int stream, const std::string& bytes) {
@@ -71,8 +74,14 @@ absl::Status EngineModel::WorkerBytes(int stream, const std::string& bytes) {
 
 absl::Status EngineModel::Respond(int stream, const v1::ProcessResponse& response) {
   StreamModel* model = StreamAt(stream);
-  if (model == nullptr || !model->open) return absl::OkStatus();  // nothing reads it
-  const int index = static_cast<int>(model - streams_.data());
+  if (model == nullptr) return absl::OkStatus();
+  return RespondTo(*model, response);
+}
+
+absl::Status EngineModel::RespondTo(StreamModel& stream, const v1::ProcessResponse& response) {
+  if (!stream.open) return absl::OkStatus();  // nothing reads it
+  StreamModel* model = &stream;
+  const int index = model->index;
   switch (response.kind_case()) {
     case v1::ProcessResponse::kReady:
       engine_->OnReady(model->engine_id, response.ready().max_in_flight(),
@@ -126,10 +135,11 @@ void EngineModel::ApplyResults(int stream, const v1::Results& results, bool rese
 absl::Status EngineModel::CloseStream(int stream) {
   StreamModel* model = StreamAt(stream);
   if (model == nullptr || !model->open) return absl::OkStatus();
-  const int index = static_cast<int>(model - streams_.data());
+  const int index = model->index;
   StreamLost(index);
   model->open = false;
   engine_->OnStreamClosed(model->engine_id);
+  OpenStream();  // the pool opens another in its place
   return AfterStep();
 }
 
@@ -187,6 +197,7 @@ absl::Status EngineModel::AfterStep() {
     for (int i : reset) {
       streams_[i].open = false;
       engine_->OnStreamClosed(streams_[i].engine_id);
+      OpenStream();  // and opens another in its place
     }
   }
   return CheckSnapshot();
@@ -366,13 +377,14 @@ absl::Status EngineModel::Drain() {
 
 absl::Status EngineModel::DrainRound(int round) {
   const uint32_t cap = static_cast<uint32_t>(options_.max_in_flight);
-  for (int i = 0; i < stream_count(); ++i) {
-    if (!streams_[i].open) continue;
-    absl::Status status;
-    if (!streams_[i].ready) {
-      status = Ready(i, cap);
+  const int streams = stream_count();  // not those opened in this round
+  for (int i = 0; i < streams; ++i) {
+    StreamModel& stream = streams_[i];
+    if (!stream.open) continue;
+    v1::ProcessResponse response;
+    if (!stream.ready) {
+      response.mutable_ready()->set_max_in_flight(cap);
     } else {
-      v1::ProcessResponse response;
       v1::Results* results = response.mutable_results();
       for (uint64_t id : outstanding_) {
         if (deliveries_.at(id).stream != i) continue;
@@ -381,8 +393,8 @@ absl::Status EngineModel::DrainRound(int round) {
         result->set_status(v1::Result::OK);
       }
       results->set_credit(cap);
-      status = Respond(i, response);
     }
+    absl::Status status = RespondTo(stream, response);
     if (!status.ok()) return status;
   }
   // What `block` holds needs an operator: skip it.
