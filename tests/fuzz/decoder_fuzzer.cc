@@ -82,9 +82,16 @@ void CheckEvent(const ferry::RawRecord& record, const ferry::v1::Event& event) {
   CheckUtf8("topic", event.topic());
   CheckUtf8("type", event.type());
   for (int i = 0; i < event.headers_size(); ++i) {
-    CheckUtf8("headers[" + std::to_string(i) + "].key", event.headers(i).key());
+    const ferry::v1::Header& header = event.headers(i);
+    const std::string& name = record.headers[i].first;
+    CheckUtf8("headers[" + std::to_string(i) + "].key", header.key());
+    // A UTF-8 name travels unchanged in `key`; any other in `raw_key` (bytes).
+    if (ferry::fuzz::IsUtf8(name) ? header.key() != name || !header.raw_key().empty()
+                                  : header.raw_key() != name) {
+      Fail("header " + std::to_string(i) + "'s name is not carried as processor.proto says");
+    }
     // Header values are `bytes`: anything goes, but nothing may change.
-    if (event.headers(i).value() != record.headers[i].second) Fail("a header value changed");
+    if (header.value() != record.headers[i].second) Fail("a header value changed");
   }
   // What a worker does with it: serialize, parse.
   std::string wire;
