@@ -94,7 +94,8 @@ class EngineModel {
   // One message, applied as server/worker_pool.cc applies it.
   absl::Status Respond(int stream, const v1::ProcessResponse& response);
   // Bytes from the worker: parsed as a ProcessResponse; bytes that do not
-  // parse close the stream (issue 20 item 1: a failed read is a lost stream).
+  // parse are a protocol error (Engine::OnProtocolError) and the stream is
+  // reset, as the pool does.
   absl::Status WorkerBytes(int stream, const std::string& bytes);
   absl::Status CloseStream(int stream);
 
@@ -128,6 +129,9 @@ class EngineModel {
     int key = 0;
     uint64_t latest = 0;  // delivery id of its last dispatch (0: never)
     bool skipped = false;
+    // Lost streams it was in flight on: past kMaxRedeliveries the engine may
+    // fail it instead of redelivering (core/redelivery.h).
+    int losses = 0;
   };
   struct PartitionModel {
     TopicPartition tp;

@@ -1,5 +1,6 @@
 // Property test of the whole engine: random interleavings of submits,
-// worker messages (Ready, Credit, OK/RETRY/FAIL results, unknown statuses),
+// worker messages (Ready, Credit, OK/RETRY/FAIL results, unknown statuses,
+// bytes that are not a ProcessResponse),
 // stream losses, revokes and assignments, partition resets, operator skips,
 // commits and timer ticks, checked step by step against EngineModel's model
 // (nothing committed that is not finished, per-key and per-partition order,
@@ -36,7 +37,8 @@ absl::Status RandomStep(EngineModel& model, std::mt19937_64& random) {
   if (choice < 67) return model.Ready(pick(8), pick(6) + (pick(10) == 0 ? 0 : 1));
   if (choice < 77) return model.Tick(absl::Milliseconds(pick(4) == 0 ? 11000 : pick(1500)));
   if (choice < 84) return model.Commit();
-  if (choice < 87) return model.CloseStream(pick(8));
+  if (choice < 86) return model.CloseStream(pick(8));
+  if (choice < 87) return model.WorkerBytes(pick(8), "\xff\xff\xff");  // not a ProcessResponse
   if (choice < 90) {
     model.OpenStream();  // a scale-up: one more stream
     return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/redelivery.h"
 #include "tests/fuzz/engine_model.h"
 
 namespace ferry::fuzz {
@@ -67,9 +68,17 @@ absl::Status EngineModel::Answer(int stream, int pick, v1::Result::Status status
 }
 
 absl::Status EngineModel::WorkerBytes(int stream, const std::string& bytes) {
+  StreamModel* model = StreamAt(stream);
+  if (model == nullptr) return absl::OkStatus();
   v1::ProcessResponse response;
-  if (!response.ParseFromString(bytes)) return CloseStream(stream);
-  return Respond(stream, response);
+  if (response.ParseFromString(bytes)) return RespondTo(*model, response);
+  // As server/worker_pool.cc: a protocol error, then the stream is reset.
+  engine_->OnProtocolError(model->engine_id, "unparsable");
+  if (std::find(reset_requests_.begin(), reset_requests_.end(), model->fake.get()) ==
+      reset_requests_.end()) {
+    reset_requests_.push_back(model->fake.get());
+  }
+  return AfterStep();
 }
 
 absl::Status EngineModel::Respond(int stream, const v1::ProcessResponse& response) {
@@ -148,7 +157,17 @@ void EngineModel::StreamLost(int stream) {
   for (uint64_t id : outstanding_) {
     if (deliveries_.at(id).stream == stream) lost.push_back(id);
   }
-  for (uint64_t id : lost) SetState(id, deliveries_.at(id), DeliveryState::kRequeued);
+  for (uint64_t id : lost) {
+    Delivery& delivery = deliveries_.at(id);
+    PartitionModel& partition = partitions_[delivery.partition];
+    auto offset = partition.offsets.find(delivery.offset);
+    bool may_fail = true;
+    if (delivery.epoch == partition.epoch && offset != partition.offsets.end()) {
+      may_fail = ++offset->second.losses > kMaxRedeliveries;
+    }
+    // Within the bound it is certainly redelivered; past it, maybe failed.
+    SetState(id, delivery, may_fail ? DeliveryState::kUnknown : DeliveryState::kRequeued);
+  }
 }
 
 absl::Status EngineModel::Tick(absl::Duration advance) {
