@@ -10,7 +10,8 @@
 //   * per-key order (topic "key") and per-partition order (topic
 //     "partition"): no event is dispatched while an earlier one of its key
 //     (partition) is certainly unfinished;
-//   * the engine's snapshot adds up (in flight, buffered, per stream);
+//   * the engine's snapshot adds up (in flight, buffered, per stream), and
+//     what a worker calls itself is bounded and sanitised;
 //   * nothing is lost: Drain() answers everything OK and then every
 //     submitted offset must be committable and nothing buffered.
 // "Certainly" because the model does not redo the engine's arithmetic

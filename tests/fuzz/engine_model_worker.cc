@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/redelivery.h"
+#include "core/worker_text.h"
+#include "tests/fuzz/utf8.h"
 #include "tests/fuzz/engine_model.h"
 
 namespace ferry::fuzz {
@@ -327,6 +329,15 @@ absl::Status EngineModel::CheckSnapshot() const {
                                             " streams, ", open, " are open"));
   }
   for (const StreamSnapshot& stream : snapshot.streams) {
+    // What the worker calls itself reaches logs and GetStatus: bounded, one
+    // printable line of UTF-8 (issue 20 item 5).
+    const std::string& name = stream.worker_name;
+    if (name.size() > kMaxWorkerNameBytes + 32 || !IsUtf8(name) ||
+        std::any_of(name.begin(), name.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+      return absl::InternalError(absl::StrCat("stream ", stream.id, ": worker name of ",
+                                              name.size(), " bytes is not bounded and sanitised"));
+    }
     if (stream.credit < 0 || stream.in_flight < 0 || stream.in_flight > options_.max_in_flight ||
         stream.in_flight < certain_in_flight[stream.id]) {
       return absl::InternalError(absl::StrCat("stream ", stream.id, ": credit ", stream.credit,

@@ -30,7 +30,7 @@ absl::Status Step(EngineModel& model, FuzzedDataProvider& input) {
       return model.Submit(pick, input.ConsumeIntegral<uint8_t>());
     case 2:
     case 3:
-      return model.WorkerBytes(stream, input.ConsumeRandomLengthString(512));
+      return model.WorkerBytes(stream, input.ConsumeRandomLengthString(2048));
     case 4: {
       const auto status = static_cast<ferry::v1::Result::Status>(input.ConsumeIntegralInRange(0, 4));
       const uint32_t credit = input.ConsumeIntegralInRange<uint32_t>(0, 3);
