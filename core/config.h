@@ -114,7 +114,7 @@ struct ProcessorConfig {
   // Attempts (1 + retries) before a RETRY-ing event is a terminal failure.
   int max_attempts = 5;
   // Exponential backoff between attempts (with jitter), unless the worker's
-  // retry_after_ms asks for longer.
+  // retry_after_ms asks for longer; nothing waits past retry_backoff_max.
   absl::Duration retry_backoff = absl::Milliseconds(100);
   absl::Duration retry_backoff_max = absl::Seconds(30);
   // A timeout is terminal by default (retrying a slow processor makes

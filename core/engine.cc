@@ -655,8 +655,12 @@ void Engine::RetryOrFailLocked(QueuedEvent queued, uint32_t retry_after_ms,
   if (attempt < processor.max_attempts) {
     ++counters_.retried;
     queued.event->set_attempt(attempt + 1);
-    const absl::Duration delay =
-        std::max(absl::Milliseconds(retry_after_ms), BackoffLocked(processor, attempt));
+    // The worker's retry_after_ms is honoured up to retry_backoff_max: a
+    // worker cannot park a key's lane longer than the operator allows (an
+    // answer of 4e9 ms would hold it for 49 days, outside any timeout).
+    const absl::Duration asked =
+        std::min(absl::Milliseconds(retry_after_ms), processor.retry_backoff_max);
+    const absl::Duration delay = std::max(asked, BackoffLocked(processor, attempt));
     // The lane stays busy while it waits, so nothing of its key overtakes it.
     retries_.emplace(clock_->Now() + delay, std::move(queued));
     return;

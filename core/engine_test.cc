@@ -411,6 +411,25 @@ TEST_F(EngineTest, BackoffGrowsAndHonoursRetryAfter) {
   EXPECT_EQ(stream.held().size(), 1u);
 }
 
+TEST_F(EngineTest, RetryAfterIsCappedAtTheMaximumBackoff) {
+  // A hostile or buggy worker asks for 4e9 ms (49 days): the key's lane must
+  // not be parked past retry_backoff_max.
+  FakeWorkerStream stream("s");
+  const int64_t id = Connect(engine_, stream, 100);
+  engine_.Submit(MakeEvent(0, 0, "a"), 10);
+  v1::Results retry = ResultFor(stream.TakeHeld()[0].id(), v1::Result::RETRY);
+  retry.mutable_results(0)->set_retry_after_ms(4000000000u);
+  engine_.OnResults(id, retry);
+  const absl::Duration max = EngineTestConfig().processors[0].retry_backoff_max;
+  clock_.Advance(max - absl::Milliseconds(1));
+  engine_.OnTimer();
+  EXPECT_THAT(stream.held(), IsEmpty());
+  clock_.Advance(absl::Milliseconds(1));
+  engine_.OnTimer();
+  ASSERT_EQ(stream.held().size(), 1u);
+  EXPECT_EQ(stream.held()[0].attempt(), 2);
+}
+
 TEST_F(EngineTest, DeliveryIdsCarryTheEpochAndStayUnique) {
   FakeWorkerStream stream("s");
   Connect(engine_, stream, 100);
