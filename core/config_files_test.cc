@@ -27,7 +27,8 @@ std::string Message(const NamedFile& file) {
 }
 
 TEST(ConfigFilesTest, ReadableFileIsOk) {
-  EXPECT_TRUE(CheckNamedFile({"control.token_file", WriteTempFile("token", "s3cret\n"), "f.yaml:3"}).ok());
+  EXPECT_TRUE(
+      CheckNamedFile({"control.token_file", WriteTempFile("token", "s3cret\n"), "f.yaml:3"}).ok());
 }
 
 TEST(ConfigFilesTest, MissingFileNamesConfigFileAndLine) {
