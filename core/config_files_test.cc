@@ -11,26 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/config_fixtures.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::TestTmpDir;
+using ::ferry::testing::WriteTempFile;
 using ::testing::StartsWith;
-
-std::string TempDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return tmp != nullptr ? tmp : "/tmp";
-}
-
-std::string Write(const std::string& name, const std::string& contents) {
-  const std::string path = absl::StrCat(TempDir(), "/", name);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  EXPECT_NE(f, nullptr) << path;
-  if (f == nullptr) return path;
-  std::fwrite(contents.data(), 1, contents.size(), f);
-  std::fclose(f);
-  return path;
-}
 
 std::string Message(const NamedFile& file) {
   absl::Status status = CheckNamedFile(file);
@@ -39,7 +27,8 @@ std::string Message(const NamedFile& file) {
 }
 
 TEST(ConfigFilesTest, ReadableFileIsOk) {
-  EXPECT_TRUE(CheckNamedFile({"control.token_file", Write("token", "s3cret\n"), "f.yaml:3"}).ok());
+  EXPECT_TRUE(
+      CheckNamedFile({"control.token_file", WriteTempFile("token", "s3cret\n"), "f.yaml:3"}).ok());
 }
 
 TEST(ConfigFilesTest, MissingFileNamesConfigFileAndLine) {
@@ -49,7 +38,7 @@ TEST(ConfigFilesTest, MissingFileNamesConfigFileAndLine) {
 }
 
 TEST(ConfigFilesTest, UnreadableFileIsNamed) {
-  const std::string path = Write("unreadable", "token");
+  const std::string path = WriteTempFile("unreadable", "token");
   ASSERT_EQ(chmod(path.c_str(), 0), 0);
   if (access(path.c_str(), R_OK) == 0) {
     // Running as root: permissions do not stop reads. A path through a
@@ -65,22 +54,22 @@ TEST(ConfigFilesTest, UnreadableFileIsNamed) {
 }
 
 TEST(ConfigFilesTest, EmptyOrBlankFileIsNamed) {
-  const std::string empty = Write("empty", "");
+  const std::string empty = WriteTempFile("empty", "");
   EXPECT_EQ(Message({"control.token_file", empty, "ferry.yaml:2"}),
             absl::StrCat("ferry.yaml:2: control.token_file: ", empty, " is empty"));
-  const std::string blank = Write("blank", " \n\t\n");
+  const std::string blank = WriteTempFile("blank", " \n\t\n");
   EXPECT_EQ(Message({"control.token_file", blank, "ferry.yaml:2"}),
             absl::StrCat("ferry.yaml:2: control.token_file: ", blank, " is empty"));
 }
 
 TEST(ConfigFilesTest, DirectoryIsNamed) {
-  EXPECT_EQ(Message({"processors[1].tls.ca_file", TempDir(), "ferry.yaml:20"}),
-            absl::StrCat("ferry.yaml:20: processors[1].tls.ca_file: cannot read ", TempDir(),
+  EXPECT_EQ(Message({"processors[1].tls.ca_file", TestTmpDir(), "ferry.yaml:20"}),
+            absl::StrCat("ferry.yaml:20: processors[1].tls.ca_file: cannot read ", TestTmpDir(),
                          ": Is a directory"));
 }
 
 TEST(ConfigFilesTest, OversizedFileAndEndlessDeviceAreRefused) {
-  const std::string big = Write("big.pem", std::string(kMaxNamedFileBytes + 1, 'A'));
+  const std::string big = WriteTempFile("big.pem", std::string(kMaxNamedFileBytes + 1, 'A'));
   EXPECT_THAT(Message({"server.tls.cert_file", big, "ferry.yaml:4"}),
               StartsWith(absl::StrCat("ferry.yaml:4: server.tls.cert_file: ", big, " is over ")));
   EXPECT_THAT(Message({"server.tls.cert_file", "/dev/zero", "ferry.yaml:4"}),
@@ -88,7 +77,7 @@ TEST(ConfigFilesTest, OversizedFileAndEndlessDeviceAreRefused) {
 }
 
 TEST(ConfigFilesTest, FifoWithoutWriterDoesNotBlock) {
-  const std::string fifo = absl::StrCat(TempDir(), "/fifo");
+  const std::string fifo = absl::StrCat(TestTmpDir(), "/fifo");
   ::unlink(fifo.c_str());
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_EQ(Message({"control.token_file", fifo, "ferry.yaml:2"}),

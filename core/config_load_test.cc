@@ -1,8 +1,6 @@
 // LoadConfigFile's checks beyond the YAML text (core/config_load.cc): kafka
 // properties through librdkafka, the files settings name, the size cap, and
 // config.locations / LocateConfigError. (config_test.cc covers ParseConfig.)
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "absl/status/status.h"
@@ -11,47 +9,29 @@
 #include "core/config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/config_fixtures.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::kMinimal;
+using ::ferry::testing::TestTmpDir;
+using ::ferry::testing::WriteTempFile;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
 
-constexpr char kMinimal[] = R"(topics:
-  - name: orders
-processors:
-  - name: default
-    target: ipv4:127.0.0.1:50051
-)";
-
-std::string TempDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return tmp != nullptr ? tmp : "/tmp";
-}
-
-std::string Write(const std::string& name, const std::string& contents) {
-  const std::string path = absl::StrCat(TempDir(), "/", name);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  EXPECT_NE(f, nullptr) << path;
-  if (f == nullptr) return path;
-  std::fwrite(contents.data(), 1, contents.size(), f);
-  std::fclose(f);
-  return path;
-}
-
 // Loads `yaml` from a file named `name`; returns the error (empty if OK).
 std::string LoadError(const std::string& name, const std::string& yaml) {
-  const std::string path = Write(name, yaml);
+  const std::string path = WriteTempFile(name, yaml);
   absl::StatusOr<Config> config = LoadConfigFile(path);
   if (config.ok()) return "";
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   return std::string(config.status().message());
 }
 
-std::string PathOf(const std::string& name) { return absl::StrCat(TempDir(), "/", name); }
+std::string PathOf(const std::string& name) { return absl::StrCat(TestTmpDir(), "/", name); }
 
 TEST(ConfigLoadTest, KafkaPropertiesAreCheckedByLibrdkafkaWithTheirLine) {
   const std::string head = "kafka:\n  group.id: g\n";
@@ -85,7 +65,7 @@ TEST(ConfigLoadTest, ReadmeStyleFilesThatDoNotExistAreNamedWithTheirLine) {
                          ":9: control.token_file: cannot read /nonexistent/token/token: "
                          "No such file or directory"));
 
-  const std::string cert = Write("tls.crt", "-----BEGIN CERTIFICATE-----\n");
+  const std::string cert = WriteTempFile("tls.crt", "-----BEGIN CERTIFICATE-----\n");
   const std::string tls = absl::StrCat(kMinimal,
                                        "server:\n"                                    // 6
                                        "  tls:\n"                                     // 7
@@ -108,7 +88,7 @@ TEST(ConfigLoadTest, ReadmeStyleFilesThatDoNotExistAreNamedWithTheirLine) {
                          ":11: processors[1].tls.ca_file: cannot read "
                          "/nonexistent/workers/ca.crt: No such file or directory"));
 
-  const std::string empty_token = Write("empty-token", "\n");
+  const std::string empty_token = WriteTempFile("empty-token", "\n");
   EXPECT_EQ(LoadError("empty_token.yaml",
                       absl::StrCat(kMinimal, "control:\n  token_file: ", empty_token, "\n")),
             absl::StrCat(PathOf("empty_token.yaml"), ":7: control.token_file: ", empty_token,
@@ -116,8 +96,8 @@ TEST(ConfigLoadTest, ReadmeStyleFilesThatDoNotExistAreNamedWithTheirLine) {
 }
 
 TEST(ConfigLoadTest, ReadableFilesPass) {
-  const std::string token = Write("token", "t0ken\n");
-  const std::string pem = Write("any.pem", "-----BEGIN CERTIFICATE-----\n");
+  const std::string token = WriteTempFile("token", "t0ken\n");
+  const std::string pem = WriteTempFile("any.pem", "-----BEGIN CERTIFICATE-----\n");
   EXPECT_EQ(LoadError("files_ok.yaml",
                       absl::StrCat(kMinimal, "control:\n  token_file: ", token,
                                    "\nserver:\n  tls:\n    cert_file: ", pem,
@@ -130,7 +110,7 @@ TEST(ConfigLoadTest, OversizedFileIsRefusedBeforeParsingAtTheLineOfTheLimit) {
   std::string yaml = "topics:\n";
   while (yaml.size() < (5 << 20)) yaml += "  - name: topic\n";
   yaml += "processors: []\n";
-  const std::string path = Write("huge.yaml", yaml);
+  const std::string path = WriteTempFile("huge.yaml", yaml);
   absl::StatusOr<Config> config = LoadConfigFile(path);
   ASSERT_FALSE(config.ok());
   // Line 1 is 8 bytes, the rest 16: byte 1 MiB is on line 1 + (1 MiB - 8) / 16 + 1.
@@ -171,7 +151,7 @@ TEST(ConfigLoadTest, TooManyYamlValuesAreRefusedBeforeTheTreeIsBuilt) {
   // 4 values before the list (map, 3 scalars and the key `processors`...):
   // the limit is crossed inside the list, on a line of its own.
   const std::string message(ParseConfig(yaml, "f.yaml").status().message());
-  EXPECT_THAT(message, testing::MatchesRegex(absl::StrCat(
+  EXPECT_THAT(message, ::testing::MatchesRegex(absl::StrCat(
                            "f\\.yaml:[0-9]+: more than ", kMaxConfigValues,
                            " YAML values; a ferry config has hundreds")));
   int line = 0;

@@ -1,8 +1,6 @@
 #include "core/config.h"
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -11,23 +9,19 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/config_fixtures.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::kMinimal;
+using ::ferry::testing::TestTmpDir;
+using ::ferry::testing::WriteTempFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
-
-// A minimal valid config; tests append or replace sections.
-constexpr char kMinimal[] = R"(topics:
-  - name: orders
-processors:
-  - name: default
-    target: ipv4:127.0.0.1:50051
-)";
 
 // Parses `yaml` and expects an InvalidArgument error that starts with
 // `ferry.yaml:<line>: <path>:`; returns the message for further checks.
@@ -675,14 +669,9 @@ TEST(ConfigTest, LoadConfigFileMissing) {
 }
 
 TEST(ConfigTest, LoadConfigFileReadsAndNamesTheFile) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = tmp != nullptr ? tmp : "/tmp";
-  const std::string path = dir + "/ferry_config_test.yaml";
-  FILE* f = std::fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  const std::string text = absl::StrCat(kMinimal, "lanes:\n  count: x\n");
-  std::fwrite(text.data(), 1, text.size(), f);
-  std::fclose(f);
+  const std::string dir = TestTmpDir();
+  const std::string path = WriteTempFile("ferry_config_test.yaml",
+                                         absl::StrCat(kMinimal, "lanes:\n  count: x\n"));
   absl::StatusOr<Config> config = LoadConfigFile(path);
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(std::string(config.status().message()),
@@ -698,6 +687,8 @@ TEST(ConfigTest, LoadConfigFileReadsAndNamesTheFile) {
 
 namespace ferry {
 namespace {
+
+using ::ferry::testing::kMinimal;
 
 TEST(ConfigFailuresTest, PoliciesAndRetrySettings) {
   absl::StatusOr<Config> config = ParseConfig(R"(topics:
@@ -886,6 +877,8 @@ TEST(ConfigTest, EnvironmentVariablesExpand) {
 
 namespace ferry {
 namespace {
+
+using ::ferry::testing::kMinimal;
 
 TEST(ConfigSchedulingTest, DelaysPrioritiesAndTheDelayBudget) {
   absl::StatusOr<Config> config = ParseConfig(R"(topics:

@@ -22,10 +22,12 @@
 #include "ferry/v1/control_log.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/mock_cluster.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::MockCluster;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
@@ -41,41 +43,6 @@ const TopicPartition kT1{"t", 1};
 const TopicPartition kT2{"t", 2};
 const TopicPartition kU0{"u", 0};
 const TopicPartition kU3{"u", 3};
-
-// The mock cluster lives on a throwaway producer handle.
-class MockCluster {
- public:
-  MockCluster() {
-    char error[512];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    // The host handle itself connects nowhere; keep it from warning so.
-    rd_kafka_conf_set(conf, "log_level", "3", error, sizeof(error));
-    handle_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof(error));
-    if (handle_ == nullptr) {
-      rd_kafka_conf_destroy(conf);
-      ADD_FAILURE() << "rd_kafka_new: " << error;
-      return;
-    }
-    cluster_ = rd_kafka_mock_cluster_new(handle_, 1);
-    if (cluster_ == nullptr) ADD_FAILURE() << "rd_kafka_mock_cluster_new failed";
-  }
-  ~MockCluster() {
-    if (cluster_ != nullptr) rd_kafka_mock_cluster_destroy(cluster_);
-    if (handle_ != nullptr) rd_kafka_destroy(handle_);
-  }
-  MockCluster(const MockCluster&) = delete;
-  MockCluster& operator=(const MockCluster&) = delete;
-
-  bool ok() const { return cluster_ != nullptr; }
-  std::string bootstrap() const { return rd_kafka_mock_cluster_bootstraps(cluster_); }
-  rd_kafka_resp_err_t CreateTopic(const std::string& topic, int partitions) {
-    return rd_kafka_mock_topic_create(cluster_, topic.c_str(), partitions, 1);
-  }
-
- private:
-  rd_kafka_t* handle_ = nullptr;
-  rd_kafka_mock_cluster_t* cluster_ = nullptr;
-};
 
 ControlLogRecord PauseRecord(bool paused, const std::string& topic,
                              const std::vector<int32_t>& partitions = {}) {

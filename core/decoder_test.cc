@@ -8,27 +8,16 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/decoder_fixtures.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::MustCreate;
+using ::ferry::testing::Topic;
 using ::testing::HasSubstr;
 
 using Kind = FieldSource::Kind;
-
-TopicConfig Topic(const std::string& name, FieldSource key, FieldSource type) {
-  TopicConfig topic;
-  topic.name = name;
-  topic.key = std::move(key);
-  topic.type = std::move(type);
-  return topic;
-}
-
-std::unique_ptr<Decoder> MustCreate(const std::vector<TopicConfig>& topics) {
-  absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(topics);
-  EXPECT_TRUE(decoder.ok()) << decoder.status();
-  return decoder.ok() ? std::move(*decoder) : nullptr;
-}
 
 RawRecord Record(const std::string& topic, std::string payload) {
   RawRecord record;

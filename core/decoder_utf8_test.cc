@@ -19,6 +19,7 @@
 #include "google/protobuf/message.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/decoder_fixtures.h"
 
 namespace ferry {
 namespace {
@@ -26,6 +27,8 @@ namespace {
 using ::google::protobuf::FieldDescriptor;
 using ::google::protobuf::Message;
 using ::google::protobuf::Reflection;
+using ::ferry::testing::MustCreate;
+using ::ferry::testing::Topic;
 using ::testing::HasSubstr;
 using Kind = FieldSource::Kind;
 
@@ -69,20 +72,6 @@ void ExpectWorkerAccepts(const v1::Event& event, const std::string& input) {
   *request.mutable_events() = batch;
   v1::ProcessRequest parsed;
   EXPECT_TRUE(parsed.ParseFromString(request.SerializeAsString())) << input;
-}
-
-TopicConfig Topic(const std::string& name, FieldSource key, FieldSource type) {
-  TopicConfig topic;
-  topic.name = name;
-  topic.key = std::move(key);
-  topic.type = std::move(type);
-  return topic;
-}
-
-std::unique_ptr<Decoder> MustCreate(const std::vector<TopicConfig>& topics) {
-  absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(topics);
-  EXPECT_TRUE(decoder.ok()) << decoder.status();
-  return decoder.ok() ? std::move(*decoder) : nullptr;
 }
 
 RawRecord Record(const std::string& topic) {

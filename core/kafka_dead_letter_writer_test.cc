@@ -21,47 +21,15 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/mock_cluster.h"
 
 namespace ferry {
 namespace {
 
+using ::ferry::testing::MockCluster;
 using ::testing::HasSubstr;
 
 constexpr int16_t kProduceApiKey = 0;  // Kafka's ProduceRequest
-
-class MockCluster {
- public:
-  MockCluster() {
-    char error[512];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    rd_kafka_conf_set(conf, "log_level", "3", error, sizeof(error));
-    handle_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, error, sizeof(error));
-    if (handle_ == nullptr) {
-      rd_kafka_conf_destroy(conf);
-      ADD_FAILURE() << "rd_kafka_new: " << error;
-      return;
-    }
-    cluster_ = rd_kafka_mock_cluster_new(handle_, 1);
-    if (cluster_ == nullptr) ADD_FAILURE() << "rd_kafka_mock_cluster_new failed";
-  }
-  ~MockCluster() {
-    if (cluster_ != nullptr) rd_kafka_mock_cluster_destroy(cluster_);
-    if (handle_ != nullptr) rd_kafka_destroy(handle_);
-  }
-  MockCluster(const MockCluster&) = delete;
-  MockCluster& operator=(const MockCluster&) = delete;
-
-  std::string bootstrap() const { return rd_kafka_mock_cluster_bootstraps(cluster_); }
-  void CreateTopic(const std::string& topic) {
-    ASSERT_EQ(rd_kafka_mock_topic_create(cluster_, topic.c_str(), 1, 1),
-              RD_KAFKA_RESP_ERR_NO_ERROR);
-  }
-  rd_kafka_mock_cluster_t* get() { return cluster_; }
-
- private:
-  rd_kafka_t* handle_ = nullptr;
-  rd_kafka_mock_cluster_t* cluster_ = nullptr;
-};
 
 struct Record {
   std::optional<std::string> key;
@@ -112,7 +80,7 @@ std::vector<Record> ReadRecords(const std::string& bootstrap, const std::string&
 class DeadLetterWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_.CreateTopic("dlq");
+    ASSERT_EQ(cluster_.CreateTopic("dlq"), RD_KAFKA_RESP_ERR_NO_ERROR);
     absl::StatusOr<std::unique_ptr<KafkaDeadLetterWriter>> writer = KafkaDeadLetterWriter::Create(
         {{"bootstrap.servers", cluster_.bootstrap()}, {"log_level", "3"}}, "test-instance");
     ASSERT_TRUE(writer.ok()) << writer.status();

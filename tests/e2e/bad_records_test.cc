@@ -4,7 +4,6 @@
 // event too big for the dead-letter producer. Real processes: the mock
 // cluster, ferry, the C++ example worker.
 #include <librdkafka/rdkafkacpp.h>
-#include <signal.h>
 
 #include <memory>
 #include <string>
@@ -21,11 +20,6 @@ namespace ferry::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-int StopWorker(Worker& worker) {
-  worker.process.Signal(SIGTERM);
-  return worker.process.Wait(absl::Seconds(30)).value_or(-1);
-}
 
 TEST(BadRecordsTest, HeaderNameThatIsNotUtf8IsProcessedAndNoPartitionStalls) {
   constexpr int kPlain = 400;

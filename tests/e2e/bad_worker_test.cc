@@ -77,10 +77,7 @@ TEST(BadWorkerTest, ProtocolErrorsResetTheStreamAndLoseNothing) {
 
   BadProcessor bad;
   int bad_port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &bad_port);
-  builder.RegisterService(&bad);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = Serve(&bad, &bad_port);
   ASSERT_NE(server, nullptr);
   absl::StatusOr<Worker> good = StartWorker("good", 16);
   ASSERT_TRUE(good.ok()) << good.status();

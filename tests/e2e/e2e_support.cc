@@ -265,4 +265,16 @@ std::string LogTail(const Subprocess& process, size_t max_chars) {
                       log.substr(log.size() > max_chars ? log.size() - max_chars : 0), "\n");
 }
 
+int StopWorker(Worker& worker) {
+  worker.process.Signal(SIGTERM);
+  return worker.process.Wait(absl::Seconds(30)).value_or(-1);
+}
+
+std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
 }  // namespace ferry::testing

@@ -7,7 +7,10 @@
 #ifndef FERRY_TESTS_E2E_E2E_SUPPORT_H_
 #define FERRY_TESTS_E2E_E2E_SUPPORT_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,6 +105,14 @@ absl::StatusOr<std::vector<HandledEvent>> ReadHandledEvents(const std::string& r
 
 // SIGTERM, then waits up to `timeout`; the exit code.
 absl::StatusOr<int> Terminate(Subprocess& process, absl::Duration timeout);
+
+// SIGTERM to an example worker, then waits up to 30 s; its exit code, or -1.
+int StopWorker(Worker& worker);
+
+// An in-process gRPC server for `service` (a hostile or scripted worker
+// written in the test) on a free loopback port, stored in *port; nullptr if it
+// cannot start.
+std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port);
 
 // The last `max_chars` characters of a process's log, headed by its path
 // (for failure messages).

@@ -75,11 +75,6 @@ Cluster StartCluster(const std::string& topic, int partitions) {
   return cluster;
 }
 
-int StopWorker(Worker& worker) {
-  worker.process.Signal(SIGTERM);
-  return worker.process.Wait(absl::Seconds(30)).value_or(-1);
-}
-
 TEST(FailureTest, RetriesKeepKeyOrderAndFailuresAreDeadLettered) {
   constexpr int kEvents = 2000;
   constexpr int kKeys = 100;

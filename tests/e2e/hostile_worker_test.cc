@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -197,13 +198,6 @@ class SimpleProcessor final : public v1::Processor::Service {
   std::set<std::pair<int32_t, int64_t>> handled_ ABSL_GUARDED_BY(mu_);
 };
 
-std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port) {
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
-  builder.RegisterService(service);
-  return builder.BuildAndStart();
-}
-
 // Waits (polling, with a deadline) for `condition`.
 template <typename Condition>
 bool WaitFor(Condition condition, absl::Duration timeout) {
@@ -213,6 +207,21 @@ bool WaitFor(Condition condition, absl::Duration timeout) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   return true;
+}
+
+// Stops ferry (expecting a clean exit), the in-process `server` and the good
+// worker, then expects the good worker to have processed each of the
+// `events` events (by partition and offset).
+void StopAllAndExpectGoodWorkerProcessedAll(Subprocess& ferry, grpc::Server& server, Worker& good,
+                                            int events) {
+  EXPECT_EQ(Terminate(ferry, absl::Seconds(30)).value_or(-1), 0);
+  server.Shutdown();
+  ASSERT_EQ(Terminate(good.process, absl::Seconds(30)).value_or(-1), 0);
+  absl::StatusOr<std::vector<HandledEvent>> handled = ReadHandledEvents(good.record_path);
+  ASSERT_TRUE(handled.ok()) << handled.status();
+  std::set<std::pair<int32_t, int64_t>> processed;
+  for (const HandledEvent& event : *handled) processed.insert({event.partition, event.offset});
+  EXPECT_EQ(processed.size(), static_cast<size_t>(events));
 }
 
 TEST(HostileWorkerTest, GarbageAfterReadyResetsTheStreamAndCommitsOnlyProcessedWork) {
@@ -247,16 +256,8 @@ TEST(HostileWorkerTest, GarbageAfterReadyResetsTheStreamAndCommitsOnlyProcessedW
   EXPECT_GE(garbage.garbage_sent(), 2);
   EXPECT_TRUE(WaitFor([&garbage] { return garbage.streams() >= 3; }, absl::Seconds(30)))
       << garbage.streams() << "\n" << LogTail(*ferry);
-  EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0);
-  server->Shutdown();
-  ASSERT_EQ(Terminate(good->process, absl::Seconds(30)).value_or(-1), 0);
-
   // Everything committed was processed by the good worker.
-  absl::StatusOr<std::vector<HandledEvent>> handled = ReadHandledEvents(good->record_path);
-  ASSERT_TRUE(handled.ok()) << handled.status();
-  std::set<std::pair<int32_t, int64_t>> processed;
-  for (const HandledEvent& event : *handled) processed.insert({event.partition, event.offset});
-  EXPECT_EQ(processed.size(), static_cast<size_t>(kEvents));
+  ASSERT_NO_FATAL_FAILURE(StopAllAndExpectGoodWorkerProcessedAll(*ferry, *server, *good, kEvents));
   EXPECT_TRUE(progress->AllCommitted());
   const std::string log = ferry->Log();
   EXPECT_GT(garbage.events_received(), 0);
@@ -289,14 +290,7 @@ TEST(HostileWorkerTest, WorkerEndingItsStreamWhileHoldingEventsGetsThemRedeliver
   absl::StatusOr<test_tools::GroupProgress> progress = WaitAllCommitted(
       cluster->bootstrap, "ending", "ending-group", kEvents, *ferry, absl::Seconds(40));
   ASSERT_TRUE(progress.ok()) << progress.status() << "\n" << LogTail(*ferry);
-  EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0);
-  server->Shutdown();
-  ASSERT_EQ(Terminate(good->process, absl::Seconds(30)).value_or(-1), 0);
-  absl::StatusOr<std::vector<HandledEvent>> handled = ReadHandledEvents(good->record_path);
-  ASSERT_TRUE(handled.ok()) << handled.status();
-  std::set<std::pair<int32_t, int64_t>> processed;
-  for (const HandledEvent& event : *handled) processed.insert({event.partition, event.offset});
-  EXPECT_EQ(processed.size(), static_cast<size_t>(kEvents));
+  ASSERT_NO_FATAL_FAILURE(StopAllAndExpectGoodWorkerProcessedAll(*ferry, *server, *good, kEvents));
   EXPECT_GT(ending.events_received(), 0);
   const std::string log = ferry->Log();
   EXPECT_EQ(LastProgressValue(log, "failed"), 0) << LogTail(*ferry);
