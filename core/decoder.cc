@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/event_header.h"
+#include "core/utf8.h"
 
 namespace ferry {
 namespace {

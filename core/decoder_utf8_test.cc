@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/decoder.h"
 #include "core/event_header.h"
+#include "core/utf8.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "gmock/gmock.h"

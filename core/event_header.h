@@ -8,8 +8,7 @@
 // still delivered and nothing is lost. OriginalName undoes this (the
 // dead-letter record carries the original header).
 //
-// Also the one UTF-8 check ferry uses for strings it copies from records:
-// protobuf's own validator, the rule its runtimes apply when parsing.
+// UTF-8 validity is core/utf8.h's (protobuf's own rule).
 //
 // Threading: stateless functions, safe from any thread.
 #ifndef FERRY_CORE_EVENT_HEADER_H_
@@ -21,13 +20,6 @@
 #include "ferry/v1/processor.pb.h"
 
 namespace ferry {
-
-// True iff `text` may be stored in a proto3 `string` field.
-bool IsValidUtf8(absl::string_view text);
-
-// `text` with every byte that does not belong to a valid UTF-8 sequence
-// replaced by U+FFFD (EF BF BD); `text` itself when it is valid.
-std::string ToValidUtf8(absl::string_view text);
 
 // Appends a header named `name` with `value` to `event` (see above).
 void AddEventHeader(v1::Event* event, std::string name, std::string value);

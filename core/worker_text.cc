@@ -5,40 +5,21 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "core/utf8.h"
 
 namespace ferry {
 namespace {
 
-// The length of the valid UTF-8 sequence at the start of `text` (1 to 4), and
-// its code point; 0 when it is not valid (overlong forms, surrogates and
-// values above U+10FFFF are not valid).
-int DecodeUtf8(absl::string_view text, uint32_t* code_point) {
+// The code point of the UTF-8 sequence at the start of `text`, which is
+// known to be valid (core/utf8.h decided), and its length.
+uint32_t DecodeValidUtf8(absl::string_view text, int* length) {
   const auto byte = [&text](size_t i) { return static_cast<uint8_t>(text[i]); };
   const uint8_t lead = byte(0);
-  if (lead < 0x80) {
-    *code_point = lead;
-    return 1;
-  }
-  int length = 0;
-  uint32_t value = 0;
-  uint32_t minimum = 0;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2, value = lead & 0x1F, minimum = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, value = lead & 0x0F, minimum = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, value = lead & 0x07, minimum = 0x10000;
-  } else {
-    return 0;
-  }
-  if (text.size() < static_cast<size_t>(length)) return 0;
-  for (int i = 1; i < length; ++i) {
-    if ((byte(i) & 0xC0) != 0x80) return 0;
-    value = (value << 6) | (byte(i) & 0x3F);
-  }
-  if (value < minimum || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return 0;
-  *code_point = value;
-  return length;
+  *length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+  if (*length == 1) return lead;
+  uint32_t value = lead & (0x7F >> *length);
+  for (int i = 1; i < *length; ++i) value = (value << 6) | (byte(i) & 0x3F);
+  return value;
 }
 
 // Characters that could break a log line, fake one, or reorder what a
@@ -67,22 +48,33 @@ std::string SanitizeWorkerText(absl::string_view text, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(text.size(), max_bytes));
   size_t at = 0;
-  while (at < text.size()) {
-    uint32_t code_point = 0;
-    const int length = DecodeUtf8(text.substr(at), &code_point);
-    absl::string_view piece;
-    std::string escaped;
-    if (length == 0) {
-      piece = kReplacement;
-    } else if (MustEscape(code_point)) {
-      escaped = Escape(code_point);
-      piece = escaped;
-    } else {
-      piece = text.substr(at, static_cast<size_t>(length));
+  bool full = false;
+  while (at < text.size() && !full) {
+    // No input byte is shown in less than one output byte, so a window of
+    // max_bytes (plus one sequence) bounds the scan, whatever the input size.
+    const absl::string_view window = text.substr(at, max_bytes + 4);
+    const size_t valid = ValidUtf8PrefixLength(window);
+    if (valid == 0) {
+      // This byte cannot start a valid sequence here.
+      full = out.size() + kReplacement.size() > max_bytes;
+      if (!full) {
+        out.append(kReplacement.data(), kReplacement.size());
+        ++at;
+      }
+      continue;
     }
-    if (out.size() + piece.size() > max_bytes) break;
-    out.append(piece.data(), piece.size());
-    at += length == 0 ? 1 : static_cast<size_t>(length);
+    for (size_t i = 0; i < valid && !full;) {
+      int length = 0;
+      const uint32_t code_point = DecodeValidUtf8(window.substr(i), &length);
+      const std::string escaped = MustEscape(code_point) ? Escape(code_point) : std::string();
+      const absl::string_view piece =
+          escaped.empty() ? window.substr(i, static_cast<size_t>(length)) : escaped;
+      full = out.size() + piece.size() > max_bytes;
+      if (full) break;
+      out.append(piece.data(), piece.size());
+      i += static_cast<size_t>(length);
+      at += static_cast<size_t>(length);
+    }
   }
   if (at < text.size()) absl::StrAppend(&out, "...[", text.size() - at, " bytes truncated]");
   return out;
