@@ -6,7 +6,9 @@
 //     topic;
 //   * the group's committed offsets equal the end offsets;
 //   * per key, records were first processed in offset order (only
-//     redeliveries after a crash or a timeout repeat earlier records);
+//     redeliveries after a crash or a timeout repeat earlier records; a
+//     record whose delivery timed out is terminal and lets its key move on,
+//     so it is left out of the check);
 // and it prints lost / duplicated / redelivered / dead-lettered counts.
 //
 // Sizes (defaults fit CI, 2 cores): FERRY_CHAOS_EVENTS (200000),
@@ -25,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -233,10 +236,19 @@ TEST_F(ChaosTest, KillsRestartsRetriesAndFailuresLoseNothing) {
       test_tools::ReadTopic(broker_->bootstrap(), "chaos-dlq", absl::Seconds(60));
   ASSERT_TRUE(dead.ok()) << dead.status();
   std::set<std::pair<std::string, int64_t>> dead_lettered;
+  // Records whose delivery timed out (a worker with every handler thread
+  // stalled past the 1 s timeout): a timeout is terminal, so the next record
+  // of the key goes ahead without waiting for it (README, Failures). A ferry
+  // killed later re-delivers it from the committed offset, after its
+  // successor: not an order violation.
+  std::set<std::pair<std::string, int64_t>> timed_out;
   for (const test_tools::ConsumedRecord& record : *dead) {
     int64_t sequence = -1;
     ASSERT_TRUE(record.key.has_value() && absl::SimpleAtoi(record.value, &sequence));
     dead_lettered.insert({*record.key, sequence});
+    if (absl::StartsWith(record.Header("ferry.error"), "timed out")) {
+      timed_out.insert({*record.key, sequence});
+    }
   }
 
   // Zero lost.
@@ -251,6 +263,7 @@ TEST_F(ChaosTest, KillsRestartsRetriesAndFailuresLoseNothing) {
     int64_t previous = -1;
     int64_t previous_sequence = -1;
     for (const auto& [sequence, start] : starts) {
+      if (timed_out.count({key, sequence}) > 0) continue;
       if (start < previous) {
         if (++out_of_order <= 5) {
           std::cout << "out of order: " << key << " sequence " << sequence << " first ran "
@@ -272,7 +285,8 @@ TEST_F(ChaosTest, KillsRestartsRetriesAndFailuresLoseNothing) {
   std::cout << "chaos result: lost=" << lost << " duplicated=" << (runs - handled)
             << " (handler runs beyond the first per record, incl. retries)"
             << " dead_lettered=" << dead->size() << " acked=" << acked.size()
-            << " out_of_order=" << out_of_order << std::endl;
+            << " out_of_order=" << out_of_order << " (timed out, not checked: "
+            << timed_out.size() << ")" << std::endl;
   int64_t redelivered = 0;
   for (int i = 0; i < kFerries; ++i) {
     for (int incarnation = 0; incarnation <= incarnations[i]; ++incarnation) {
