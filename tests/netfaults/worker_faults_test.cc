@@ -87,6 +87,25 @@ int StreamEnds(const Subprocess& ferry) {
   return ends;
 }
 
+// The age of the oldest unfinished event in ferry's last progress line
+// ("blocker=topic/p@offset age=4.2s"), or a negative duration.
+absl::Duration BlockerAge(const Subprocess& ferry) {
+  const std::string log = ferry.Log();
+  const size_t line = log.rfind("progress:");
+  if (line == std::string::npos) return absl::Seconds(-1);
+  const size_t at = log.find(" age=", line);
+  const size_t end = log.find('\n', line);
+  if (at == std::string::npos || at > end) return absl::Seconds(-1);
+  const size_t value = at + 5;
+  absl::Duration age;
+  const size_t unit = log.find('s', value);
+  if (unit == std::string::npos ||
+      !absl::ParseDuration(log.substr(value, unit + 1 - value), &age)) {
+    return absl::Seconds(-1);
+  }
+  return age;
+}
+
 // Polls `done` every 20 ms until it holds or `timeout` passes.
 template <typename Condition>
 bool WaitFor(Condition done, absl::Duration timeout) {
@@ -206,6 +225,11 @@ TEST_F(WorkerFaultsTest, VanishedWorkerHostsEventsAreRedeliveredNotTimedOut) {
       << "the holder did not fill its credit\n"
       << LogTail(*ferry);
   ASSERT_TRUE(toxiproxy_->SetEnabled("survivor", true).ok());
+  // The holder keeps them for a while (nothing flows on its streams but
+  // pings), so ferry's keepalive must go on probing idle streams.
+  ASSERT_TRUE(WaitFor([&] { return BlockerAge(*ferry) >= 2 * kKeepaliveBound; },
+                      absl::Seconds(30)))
+      << LogTail(*ferry);
 
   // The holder's host vanishes.
   const int ends_before = StreamEnds(*ferry);
