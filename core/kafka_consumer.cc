@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/kafka_status.h"
 #include "core/log.h"
 #include "core/record.h"
@@ -18,6 +20,11 @@ constexpr int kPollTimeoutMs = 100;
 constexpr int kPausedPollTimeoutMs = 10;
 // At most this many records per round (one engine lock, one dispatch).
 constexpr int64_t kMaxRoundRecords = 1024;
+// Commit() gives up waiting after this (the commit stays in flight; the
+// committer retries with newer positions).
+constexpr absl::Duration kCommitAnswerWait = absl::Seconds(10);
+// At shutdown, how long the poll thread waits for commits in flight.
+constexpr absl::Duration kCommitDrainWait = absl::Seconds(5);
 
 std::vector<TopicPartition> ToTopicPartitions(
     const std::vector<RdKafka::TopicPartition*>& partitions) {
@@ -202,6 +209,7 @@ void KafkaConsumer::Stop() {
 
 void KafkaConsumer::PollLoop() {
   poll_thread_id_ = std::this_thread::get_id();
+  commit_queue_ = std::make_unique<CommitQueue>(consumer_->c_ptr());
   {
     absl::MutexLock lock(&commit_mu_);
     polling_ = true;
@@ -229,6 +237,7 @@ void KafkaConsumer::PollLoop() {
     }
     FlushBatch();
     UpdateFlowControl();
+    commit_queue_->Serve();
   }
   ServeCommitRequests();
   {
@@ -236,6 +245,11 @@ void KafkaConsumer::PollLoop() {
     polling_ = false;
   }
   ServeCommitRequests();  // fails whatever arrived meanwhile
+  const absl::Time drain_deadline = absl::Now() + kCommitDrainWait;
+  while (commit_queue_->outstanding() > 0 && absl::Now() < drain_deadline) {
+    commit_queue_->Serve(absl::Milliseconds(100));
+  }
+  commit_queue_.reset();  // fails what is still unanswered
   const std::vector<CommitPosition> positions = engine_->PendingCommits();
   if (!positions.empty()) {
     absl::Status status = CommitOnPollThread(positions);
@@ -599,7 +613,11 @@ absl::Status KafkaConsumer::Commit(const std::vector<CommitPosition>& positions)
     commit_requests_.push_back(request);
   }
   consumer_->yield();  // wake consume() so the poll thread serves it now
-  request->done.WaitForNotification();
+  if (!request->done.WaitForNotificationWithTimeout(kCommitAnswerWait)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("commit not answered within ", absl::FormatDuration(kCommitAnswerWait),
+                     " (group coordinator unreachable?); it stays in flight"));
+  }
   return request->status;
 }
 
@@ -612,9 +630,19 @@ void KafkaConsumer::ServeCommitRequests() {
     polling = polling_;
   }
   for (const std::shared_ptr<CommitRequest>& request : requests) {
-    request->status = polling ? CommitOnPollThread(request->positions)
-                              : absl::FailedPreconditionError("the consumer stopped polling");
-    request->done.Notify();
+    const std::vector<CommitPosition> current =
+        polling ? engine_->StillCurrent(request->positions) : std::vector<CommitPosition>();
+    if (current.empty()) {
+      request->status =
+          polling ? absl::OkStatus() : absl::FailedPreconditionError("the consumer stopped polling");
+      request->done.Notify();
+      continue;
+    }
+    commit_queue_->Send(current, [this, request](const absl::Status& status) {
+      if (stats_ != nullptr) stats_->Commit(status.ok());
+      request->status = status;
+      request->done.Notify();
+    });
   }
 }
 
