@@ -23,7 +23,8 @@
 // At the end the group's committed offsets equal the end offsets; nothing
 // lost; per-key order holds outside redelivery; duplicates (A's in-flight
 // work redone by B, and the heal's rebalance) are bounded by the two
-// replicas' budgets. Prints lost / duplicated / dead-lettered counts.
+// replicas' budgets (see the check). Prints lost / duplicated /
+// dead-lettered counts.
 //
 // FERRY_NETFAULTS_LARGE=1: a bigger backlog and a longer cut.
 #include <cstdint>
@@ -31,11 +32,9 @@
 #include <iostream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -44,6 +43,7 @@
 #include "tests/kafka/commit_sampler.h"
 #include "tests/netfaults/delivery_audit.h"
 #include "tests/netfaults/netns.h"
+#include "tests/netfaults/steady_producer.h"
 
 namespace ferry::testing {
 namespace {
@@ -83,50 +83,6 @@ bool PollUntil(Predicate done, absl::Duration timeout) {
   return true;
 }
 
-// Produces rounds of `per_round` records (own keys per round, so each key's
-// sequence starts at 0) until stopped; paced, not synchronising.
-class SteadyProducer {
- public:
-  SteadyProducer(std::string bootstrap, std::string topic, int per_round)
-      : bootstrap_(std::move(bootstrap)), topic_(std::move(topic)), per_round_(per_round) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~SteadyProducer() { Stop(); }
-  // Joins the thread; the number of records produced.
-  int64_t Stop() {
-    if (!stop_.HasBeenNotified()) stop_.Notify();
-    if (thread_.joinable()) thread_.join();
-    return produced_;
-  }
-  const std::string& error() const { return error_; }
-
- private:
-  void Run() {
-    for (int round = 0; !stop_.HasBeenNotified(); ++round) {
-      absl::StatusOr<Subprocess> produce = Subprocess::Start(
-          {"tests/tools/kafka_tool", "produce", "--bootstrap=" + bootstrap_, "--topic=" + topic_,
-           absl::StrCat("--count=", per_round_), "--keys=20",
-           absl::StrCat("--partitions=", kPartitions), absl::StrCat("--key_prefix=r", round, "-")},
-          TempPath(absl::StrCat("produce-", topic_, ".log")));
-      absl::StatusOr<int> exit = produce.ok() ? produce->Wait(absl::Seconds(60)) : produce.status();
-      if (!exit.ok() || *exit != 0) {
-        error_ = exit.ok() ? absl::StrCat("produce exited ", *exit) : exit.status().ToString();
-        return;
-      }
-      produced_ += per_round_;
-      stop_.WaitForNotificationWithTimeout(absl::Milliseconds(250));  // the rate
-    }
-  }
-
-  const std::string bootstrap_;
-  const std::string topic_;
-  const int per_round_;
-  absl::Notification stop_;
-  int64_t produced_ = 0;
-  std::string error_;
-  std::thread thread_;
-};
-
 std::string ReplicaConfig(int port, const std::string& topic, const Worker& worker) {
   return FerryConfig(absl::StrCat("127.0.0.1:", port), "ferry-partition", topic,
                      absl::StrCat("127.0.0.1:", worker.port), /*streams=*/1,
@@ -157,7 +113,7 @@ TEST_F(ReplicaPartitionTest, PartitionedReplicaStopsAndRejoinsNothingLost) {
     workers.push_back(*std::move(worker));
   }
   CommitSampler sampler(bootstrap(), topic, "ferry-partition");
-  SteadyProducer producer(bootstrap(), topic, 25);
+  SteadyProducer producer(bootstrap(), topic, kPartitions, 25);
   absl::StatusOr<Subprocess> a = StartFerry(ReplicaConfig(kPortA, topic, workers[0]), "ferry-a");
   ASSERT_TRUE(a.ok()) << a.status();
   absl::StatusOr<Subprocess> b = StartFerry(ReplicaConfig(kPortB, topic, workers[1]), "ferry-b");
@@ -257,7 +213,12 @@ TEST_F(ReplicaPartitionTest, PartitionedReplicaStopsAndRejoinsNothingLost) {
   for (const std::string& problem : audit.problems) ADD_FAILURE() << problem;
   EXPECT_TRUE(backwards.empty());
   for (const std::string& step : backwards) ADD_FAILURE() << step;
-  EXPECT_LE(audit.duplicated, 2 * kBudget) << "duplicates beyond the replicas' budgets";
+  // Two moves (cut: A's partitions to B; heal: some back to A), each redoing
+  // what the old owner handled past its last commit: A's work after the cut
+  // (at most its buffer) and B's handled-but-uncommitted work at the heal
+  // (its buffer, plus work finished above a slower offset of the same
+  // partition, which a 15 s queue lets grow to about another buffer).
+  EXPECT_LE(audit.duplicated, 3 * kBudget) << "duplicates beyond what two moves can redo";
   EXPECT_GE(sampler.samples().size(), 20u);
 }
 
