@@ -92,6 +92,12 @@ std::string ReplicaConfig(int port, const std::string& topic, const Worker& work
                      /*progress_interval=*/"200ms");
 }
 
+int64_t CountOf(const std::string& log, const std::string& text) {
+  int64_t count = 0;
+  for (size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++count;
+  return count;
+}
+
 using ReplicaPartitionTest = RealKafkaTest;
 
 TEST_F(ReplicaPartitionTest, PartitionedReplicaStopsAndRejoinsNothingLost) {
@@ -205,6 +211,8 @@ TEST_F(ReplicaPartitionTest, PartitionedReplicaStopsAndRejoinsNothingLost) {
             << takeover << " a_gave_up_after=" << gave_up << " a_rejoined_after_heal="
             << rejoined << " a_dispatched_after_cut=" << dispatched_after_cut
             << " a_last_dispatch_after_cut=" << absl::Nanoseconds(last_after_cut_ns - cut_ns)
+            << " a_commit_failures="
+            << CountOf(a->Log(), "commit failed") + CountOf(a->Log(), "commit on revoke failed")
             << " commit_samples=" << sampler.samples().size() << std::endl;
   EXPECT_EQ(audit.events, produced);
   EXPECT_EQ(audit.lost, 0);
