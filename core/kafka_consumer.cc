@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "core/kafka_status.h"
 #include "core/log.h"
+#include "core/rd_partition_list.h"
 #include "core/record.h"
 
 namespace ferry {
@@ -35,28 +36,6 @@ std::vector<TopicPartition> ToTopicPartitions(
   }
   return result;
 }
-
-// Owns the RdKafka::TopicPartition pointers librdkafka's API wants.
-class RdPartitionList {
- public:
-  explicit RdPartitionList(const std::vector<TopicPartition>& partitions) {
-    for (const TopicPartition& tp : partitions) {
-      list_.push_back(RdKafka::TopicPartition::create(tp.topic, tp.partition));
-    }
-  }
-  explicit RdPartitionList(const std::vector<CommitPosition>& positions) {
-    for (const CommitPosition& position : positions) {
-      list_.push_back(RdKafka::TopicPartition::create(position.partition.topic,
-                                                      position.partition.partition,
-                                                      position.offset));
-    }
-  }
-  ~RdPartitionList() { RdKafka::TopicPartition::destroy(list_); }
-  std::vector<RdKafka::TopicPartition*>& get() { return list_; }
-
- private:
-  std::vector<RdKafka::TopicPartition*> list_;
-};
 
 std::string DescribePartitions(const std::vector<TopicPartition>& partitions) {
   std::string text;
@@ -653,76 +632,6 @@ absl::Status KafkaConsumer::CommitOnPollThread(const std::vector<CommitPosition>
   absl::Status status = KafkaErrorToStatus(consumer_->commitSync(list.get()), "commit");
   if (stats_ != nullptr) stats_->Commit(status.ok());
   return status;
-}
-
-std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
-  std::vector<TopicPartition> assignment;
-  {
-    absl::MutexLock lock(&assignment_mu_);
-    assignment = assignment_copy_;
-  }
-  std::map<TopicPartition, int64_t> result;
-  for (const TopicPartition& tp : assignment) {
-    int64_t low = -1;
-    int64_t high = -1;
-    if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) !=
-        RdKafka::ERR_NO_ERROR) {
-      high = -1;
-    }
-    result[tp] = high;
-  }
-  return result;
-}
-
-}  // namespace ferry
-
-namespace ferry {
-
-absl::StatusOr<std::map<TopicPartition, int64_t>> KafkaConsumer::Committed(
-    const std::vector<TopicPartition>& partitions, absl::Duration timeout) const {
-  std::map<TopicPartition, int64_t> committed;
-  if (partitions.empty()) return committed;
-  RdPartitionList list(partitions);
-  const RdKafka::ErrorCode err = consumer_->committed(
-      list.get(), static_cast<int>(absl::ToInt64Milliseconds(timeout)));
-  if (err != RdKafka::ERR_NO_ERROR) return KafkaErrorToStatus(err, "committed offsets");
-  for (size_t i = 0; i < partitions.size(); ++i) {
-    const int64_t offset = list.get()[i]->offset();
-    committed[partitions[i]] = offset >= 0 ? offset : -1;
-  }
-  return committed;
-}
-
-std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const {
-  std::vector<TopicPartition> assignment;
-  bool paused;
-  std::set<TopicPartition> held;
-  {
-    absl::MutexLock lock(&assignment_mu_);
-    assignment = assignment_copy_;
-    paused = paused_copy_;
-    held = held_copy_;
-  }
-  std::map<TopicPartition, PartitionFetchState> result;
-  if (assignment.empty()) return result;
-  RdPartitionList positions(assignment);
-  const bool have_positions = consumer_->position(positions.get()) == RdKafka::ERR_NO_ERROR;
-  for (size_t i = 0; i < assignment.size(); ++i) {
-    const TopicPartition& tp = assignment[i];
-    PartitionFetchState& state = result[tp];
-    int64_t low = -1;
-    int64_t high = -1;
-    if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) ==
-        RdKafka::ERR_NO_ERROR) {
-      state.high_watermark = high;
-    }
-    if (have_positions) {
-      const int64_t position = positions.get()[i]->offset();
-      state.position = position >= 0 ? position : -1;
-    }
-    state.paused = paused || held.count(tp) > 0;
-  }
-  return result;
 }
 
 }  // namespace ferry
