@@ -462,8 +462,22 @@ void KafkaConsumer::ResumeAll() {
   }
 }
 
+void KafkaConsumer::AwaitCommitAnswers() {
+  // As when commits were synchronous, a commit sent before a rebalance is
+  // answered before the rebalance goes on: sent in one generation and
+  // answered in the next, the coordinator would refuse it as stale, and
+  // librdkafka would take that for this member being fenced (assignment
+  // lost). Bounded: past the wait the rebalance goes on regardless.
+  const absl::Time deadline = absl::Now() + kCommitAnswerWait;
+  while (commit_queue_ != nullptr && commit_queue_->outstanding() > 0 &&
+         absl::Now() < deadline) {
+    commit_queue_->Serve(absl::Milliseconds(100));
+  }
+}
+
 void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions,
                              bool incremental) {
+  AwaitCommitAnswers();
   FlushBatch();  // records read before the rebalance belong to the old assignment
   const std::vector<TopicPartition> assigned = ToTopicPartitions(partitions);
   if (stats_ != nullptr) stats_->Assigned();
@@ -537,6 +551,9 @@ void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partit
 
 void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions,
                              bool incremental) {
+  // A lost assignment is acted on at once: the coordinator is unreachable or
+  // has fenced this member, so commits in flight can only fail.
+  if (!consumer_->assignment_lost()) AwaitCommitAnswers();
   FlushBatch();  // records read before the rebalance belong to the old assignment
   const std::vector<TopicPartition> revoked = ToTopicPartitions(partitions);
   const std::vector<CommitPosition> positions = engine_->OnRevoked(revoked);

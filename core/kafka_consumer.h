@@ -101,6 +101,8 @@ class KafkaConsumer final : public OffsetCommitter {
   // Hands batch_ to the engine (one lock, one dispatch).
   void FlushBatch();
   void UpdateFlowControl();
+  // Rebalance callbacks first wait (boundedly) for commits in flight.
+  void AwaitCommitAnswers();
   void OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
   void OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
   void PauseAll();
