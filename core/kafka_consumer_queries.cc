@@ -10,6 +10,13 @@
 #include "core/rd_partition_list.h"
 
 namespace ferry {
+namespace {
+
+// librdkafka's watermark cache holds RD_KAFKA_OFFSET_INVALID (-1001) for a
+// partition until its first fetch answer; ferry's API says -1 for "not known".
+int64_t KnownOffsetOrMinusOne(int64_t offset) { return offset >= 0 ? offset : -1; }
+
+}  // namespace
 
 std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
   std::vector<TopicPartition> assignment;
@@ -25,7 +32,7 @@ std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
         RdKafka::ERR_NO_ERROR) {
       high = -1;
     }
-    result[tp] = high;
+    result[tp] = KnownOffsetOrMinusOne(high);
   }
   return result;
 }
@@ -66,7 +73,7 @@ std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const
     int64_t high = -1;
     if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) ==
         RdKafka::ERR_NO_ERROR) {
-      state.high_watermark = high;
+      state.high_watermark = KnownOffsetOrMinusOne(high);
     }
     if (have_positions) {
       const int64_t position = positions.get()[i]->offset();

@@ -43,8 +43,10 @@ Toxic BandwidthToxic(ToxicStream stream, int64_t kilobytes_per_second);
 // `timeout` with timeout=0: data is dropped and the connection stays open
 // until the toxic is removed (a silent drop, no FIN, no RST).
 Toxic BlackholeToxic(ToxicStream stream);
-// RST after `after_ms` (0: at once), on existing and new connections. On
-// kUpstream (Toxiproxy's reading of the client side) the client gets the RST.
+// Cuts a connection `after_ms` (0: at once) after the next bytes the client
+// sends on it, on existing and new connections (on kUpstream, Toxiproxy's
+// reading of the client). Toxiproxy closes with SO_LINGER 0 (a RST); the
+// client sees the RST, or a FIN when the close of the other direction wins.
 Toxic ResetPeerToxic(ToxicStream stream, int64_t after_ms);
 
 class Toxiproxy {

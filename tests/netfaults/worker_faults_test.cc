@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -148,13 +149,14 @@ class WorkerFaultsTest : public ::testing::Test {
   }
 
   // ferry dialing both proxies, keepalive 1 s + 1 s, failures dead-lettered.
-  absl::StatusOr<Subprocess> StartFerryFor(int port_a, int port_b) {
+  absl::StatusOr<Subprocess> StartFerryFor(int port_a, int port_b,
+                                           const std::string& timeout = kEventTimeout) {
     std::string config = FerryConfig(
         cluster_->bootstrap, absl::StrCat(topic_, "-group"), topic_,
         absl::StrCat("ipv4:127.0.0.1:", port_a, ",127.0.0.1:", port_b), kStreams,
         absl::StrCat("failures:\n  dead_letter_topic: ", topic_, "-dlq\n"), "200ms");
     config.replace(config.find("    timeout: 60s\n"), 16,
-                   absl::StrCat("    timeout: ", kEventTimeout,
+                   absl::StrCat("    timeout: ", timeout,
                                 "\n    keepalive:\n      interval: 1s\n      timeout: 1s\n"));
     return StartFerry(config, absl::StrCat("ferry-", topic_));
   }
@@ -227,12 +229,15 @@ TEST_F(WorkerFaultsTest, VanishedWorkerHostsEventsAreRedeliveredNotTimedOut) {
   ASSERT_TRUE(toxiproxy_->SetEnabled("survivor", true).ok());
   // The holder keeps them for a while (nothing flows on its streams but
   // pings), so ferry's keepalive must go on probing idle streams.
-  ASSERT_TRUE(WaitFor([&] { return BlockerAge(*ferry) >= 2 * kKeepaliveBound; },
+  ASSERT_TRUE(WaitFor([&] { return BlockerAge(*ferry) >= 4 * kKeepaliveBound; },
                       absl::Seconds(30)))
       << LogTail(*ferry);
 
   // The holder's host vanishes.
+  // Nothing ended the idle streams meanwhile: the SDK's gRPC server permits
+  // ferry's pings (gRPC's default answers them with GOAWAY too_many_pings).
   const int ends_before = StreamEnds(*ferry);
+  EXPECT_EQ(ends_before, 0) << LogTail(*ferry);
   const absl::Time vanished = absl::Now();
   ASSERT_TRUE(toxiproxy_->Blackhole("holder").ok());
   ASSERT_TRUE(WaitFor([&] { return StreamEnds(*ferry) >= ends_before + kStreams; },
@@ -246,6 +251,7 @@ TEST_F(WorkerFaultsTest, VanishedWorkerHostsEventsAreRedeliveredNotTimedOut) {
   ExpectAllCommitted(*ferry, events);
   EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0) << LogTail(*ferry);
   const int64_t redelivered = LastProgressValue(ReadFile(ferry->log_path()), "redelivered");
+  EXPECT_FALSE(absl::StrContains(ferry->Log(), "is not above the keepalive bound"));
   ASSERT_EQ(StopWorker(survivor), 0);
   holder.process.Signal(SIGKILL);  // still holding (its stall outlives the test)
   ASSERT_TRUE(holder.process.Wait(absl::Seconds(10)).ok());
@@ -277,6 +283,25 @@ TEST_F(WorkerFaultsTest, VanishedWorkerHostsEventsAreRedeliveredNotTimedOut) {
   EXPECT_EQ(held_not_redelivered, 0);
   EXPECT_GE(redelivered, static_cast<int64_t>(held.size()));
   EXPECT_EQ(ReadStats(survivor.stats_path)["credit_violations"], 0);
+}
+
+// An event timeout not above the keepalive bound cannot keep the promise
+// (a vanished worker's events would time out first): ferry says so at start.
+TEST_F(WorkerFaultsTest, TimeoutNotAboveTheKeepaliveBoundIsWarnedAtStartup) {
+  SetUpCluster("short", 1, 1);
+  absl::StatusOr<int> unreachable = PickFreePort();
+  ASSERT_TRUE(unreachable.ok());
+  absl::StatusOr<Subprocess> ferry = StartFerryFor(*unreachable, *unreachable, "2s");
+  ASSERT_TRUE(ferry.ok()) << ferry.status();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return absl::StrContains(ferry->Log(),
+                                 "WARN workers: processor default: timeout 2s is not above the "
+                                 "keepalive bound 2s");
+      },
+      absl::Seconds(30)))
+      << LogTail(*ferry);
+  EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0) << LogTail(*ferry);
 }
 
 TEST_F(WorkerFaultsTest, PartitionedWorkerComesBackWithoutDoubleCreditOrStuckPartitions) {
