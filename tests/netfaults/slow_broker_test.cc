@@ -157,7 +157,10 @@ TEST_F(SlowBrokerTest, KeepsGoingPausesAndResumesWithinBudget) {
                    "\n  resume_fraction: 0.5\n"
                    "failures:\n  dead_letter_topic: slow-dlq\n"),
       /*progress_interval=*/"200ms");
-  SteadyProducer producer(broker_->bootstrap(), topic, kPartitions, 200);
+  // ~150 records/s: under what ferry manages at this budget even while the
+  // broker is slow (each resume waits for a new fetch), so the stream drains
+  // once the faults end.
+  SteadyProducer producer(broker_->bootstrap(), topic, kPartitions, 50);
   absl::StatusOr<Subprocess> ferry = StartFerry(config, "ferry-slow");
   ASSERT_TRUE(ferry.ok()) << ferry.status();
   ASSERT_TRUE(PollUntil([&] { return LastProgressValue(ferry->Log(), "acked") >= 500; },
@@ -180,7 +183,7 @@ TEST_F(SlowBrokerTest, KeepsGoingPausesAndResumesWithinBudget) {
   const int64_t produced = 2000 + producer.Stop();
   ASSERT_TRUE(producer.error().empty()) << producer.error();
   absl::StatusOr<test_tools::GroupProgress> done = WaitAllCommitted(
-      broker_->bootstrap(), topic, group, produced, *ferry, absl::Seconds(120));
+      broker_->bootstrap(), topic, group, produced, *ferry, absl::Seconds(300));
   ASSERT_TRUE(done.ok()) << done.status() << "\n" << LogTail(*ferry);
   const int64_t peak_rss_kib = PeakRssKib(ferry->pid());
   absl::StatusOr<int> exit = Terminate(*ferry, absl::Seconds(60));
