@@ -49,18 +49,16 @@
 #include <sstream>
 #include <set>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/kafka/broker_environment.h"
+#include "tests/kafka/commit_sampler.h"
 
 namespace ferry::testing {
 namespace {
@@ -75,59 +73,6 @@ constexpr int kPartitions = 12;
 constexpr int kKeys = 1200;
 constexpr int kEvents = 36000;
 constexpr int kPerKey = kEvents / kKeys;
-
-// Samples a group's committed offsets until stopped.
-class CommitSampler {
- public:
-  struct Sample {
-    absl::Time time;
-    OffsetMap committed;
-  };
-
-  CommitSampler(std::string bootstrap, std::string topic, std::string group)
-      : bootstrap_(std::move(bootstrap)), topic_(std::move(topic)), group_(std::move(group)) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~CommitSampler() { Stop(); }
-
-  void Stop() {
-    if (!stop_.HasBeenNotified()) stop_.Notify();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  std::vector<Sample> samples() const {
-    absl::MutexLock lock(&mu_);
-    return samples_;
-  }
-  int64_t errors() const {
-    absl::MutexLock lock(&mu_);
-    return errors_;
-  }
-
- private:
-  void Run() {
-    do {
-      absl::StatusOr<OffsetMap> committed = test_tools::ReadCommittedOffsets(
-          bootstrap_, topic_, group_, absl::Seconds(5));
-      absl::MutexLock lock(&mu_);
-      if (committed.ok()) {
-        samples_.push_back({absl::Now(), *std::move(committed)});
-      } else {
-        ++errors_;
-      }
-      // Polling interval; Stop() ends the wait at once.
-    } while (!stop_.WaitForNotificationWithTimeout(absl::Milliseconds(100)));
-  }
-
-  const std::string bootstrap_;
-  const std::string topic_;
-  const std::string group_;
-  absl::Notification stop_;
-  mutable absl::Mutex mu_;
-  std::vector<Sample> samples_ ABSL_GUARDED_BY(mu_);
-  int64_t errors_ ABSL_GUARDED_BY(mu_) = 0;
-  std::thread thread_;
-};
 
 // Polls `done` every 100 ms until it holds or `timeout` passes.
 template <typename Predicate>
@@ -459,23 +404,9 @@ void RunGroupScenario(const std::string& name,
   const std::vector<CommitSampler::Sample> samples = sampler.samples();
   run->samples = static_cast<int64_t>(samples.size());
   EXPECT_GE(samples.size(), 20u) << "too few samples of the committed offsets";
-  std::map<int32_t, std::pair<int64_t, absl::Time>> highest;
-  int violations = 0;
-  for (const CommitSampler::Sample& sample : samples) {
-    for (const auto& [partition, offset] : sample.committed) {
-      auto it = highest.find(partition);
-      if (it != highest.end() && offset < it->second.first) {
-        if (++violations <= 10) {
-          ADD_FAILURE() << "partition " << partition << ": committed offset went back from "
-                        << it->second.first << " (" << absl::FormatTime(it->second.second)
-                        << ") to " << offset << " (" << absl::FormatTime(sample.time) << ")";
-        }
-        continue;
-      }
-      highest[partition] = {offset, sample.time};
-    }
-  }
-  EXPECT_EQ(violations, 0);
+  const std::vector<std::string> backwards = BackwardSteps(samples);
+  for (size_t i = 0; i < backwards.size() && i < 10; ++i) ADD_FAILURE() << backwards[i];
+  EXPECT_EQ(backwards.size(), 0u);
 
   // Nothing lost; first deliveries in order per key.
   std::vector<HandledEvent> handled;
