@@ -14,13 +14,31 @@
 // so librdkafka binds to them) with glibc's own semantics on top of the
 // intercepted pthread calls. glibc's mtx_t and cnd_t hold a pthread_mutex_t
 // and pthread_cond_t, which is how glibc itself implements them.
+//
+// The lock calls run with TSan's memory-access tracking off (their locking
+// is still recorded): librdkafka initialises a lock on one thread and hands
+// the object to another through atomics TSan cannot see, so the interceptor's
+// read of the lock word would be reported like the accesses that
+// `called_from_lib:librdkafka.so` (tsan_defaults.cc) already ignores.
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <threads.h>
 #include <time.h>
 
+extern "C" void __tsan_ignore_thread_begin();
+extern "C" void __tsan_ignore_thread_end();
+
 namespace {
+
+// Runs `call` with memory accesses untracked; synchronization still counts.
+template <typename Call>
+int Untracked(Call call) {
+  __tsan_ignore_thread_begin();
+  const int result = call();
+  __tsan_ignore_thread_end();
+  return result;
+}
 
 int ThrdResult(int error) {
   switch (error) {
@@ -92,39 +110,43 @@ int mtx_init(mtx_t* mutex, int type) {
   if ((type & mtx_recursive) != 0) {
     pthread_mutexattr_settype(&attributes, PTHREAD_MUTEX_RECURSIVE);
   }
-  const int error = pthread_mutex_init(AsPthread(mutex), &attributes);
+  const int error = Untracked([&] { return pthread_mutex_init(AsPthread(mutex), &attributes); });
   pthread_mutexattr_destroy(&attributes);
   return ThrdResult(error);
 }
 
-int mtx_lock(mtx_t* mutex) { return ThrdResult(pthread_mutex_lock(AsPthread(mutex))); }
+int mtx_lock(mtx_t* mutex) { return ThrdResult(Untracked([&] { return pthread_mutex_lock(AsPthread(mutex)); })); }
 
-int mtx_trylock(mtx_t* mutex) { return ThrdResult(pthread_mutex_trylock(AsPthread(mutex))); }
+int mtx_trylock(mtx_t* mutex) { return ThrdResult(Untracked([&] { return pthread_mutex_trylock(AsPthread(mutex)); })); }
 
 int mtx_timedlock(mtx_t* mutex, const struct timespec* deadline) {
-  return ThrdResult(pthread_mutex_timedlock(AsPthread(mutex), deadline));
+  return ThrdResult(Untracked([&] { return pthread_mutex_timedlock(AsPthread(mutex), deadline); }));
 }
 
-int mtx_unlock(mtx_t* mutex) { return ThrdResult(pthread_mutex_unlock(AsPthread(mutex))); }
+int mtx_unlock(mtx_t* mutex) { return ThrdResult(Untracked([&] { return pthread_mutex_unlock(AsPthread(mutex)); })); }
 
-void mtx_destroy(mtx_t* mutex) { pthread_mutex_destroy(AsPthread(mutex)); }
+void mtx_destroy(mtx_t* mutex) {
+  Untracked([&] { return pthread_mutex_destroy(AsPthread(mutex)); });
+}
 
-int cnd_init(cnd_t* condition) { return ThrdResult(pthread_cond_init(AsPthread(condition), nullptr)); }
+int cnd_init(cnd_t* condition) { return ThrdResult(Untracked([&] { return pthread_cond_init(AsPthread(condition), nullptr); })); }
 
-int cnd_signal(cnd_t* condition) { return ThrdResult(pthread_cond_signal(AsPthread(condition))); }
+int cnd_signal(cnd_t* condition) { return ThrdResult(Untracked([&] { return pthread_cond_signal(AsPthread(condition)); })); }
 
 int cnd_broadcast(cnd_t* condition) {
-  return ThrdResult(pthread_cond_broadcast(AsPthread(condition)));
+  return ThrdResult(Untracked([&] { return pthread_cond_broadcast(AsPthread(condition)); }));
 }
 
 int cnd_wait(cnd_t* condition, mtx_t* mutex) {
-  return ThrdResult(pthread_cond_wait(AsPthread(condition), AsPthread(mutex)));
+  return ThrdResult(Untracked([&] { return pthread_cond_wait(AsPthread(condition), AsPthread(mutex)); }));
 }
 
 int cnd_timedwait(cnd_t* condition, mtx_t* mutex, const struct timespec* deadline) {
-  return ThrdResult(pthread_cond_timedwait(AsPthread(condition), AsPthread(mutex), deadline));
+  return ThrdResult(Untracked([&] { return pthread_cond_timedwait(AsPthread(condition), AsPthread(mutex), deadline); }));
 }
 
-void cnd_destroy(cnd_t* condition) { pthread_cond_destroy(AsPthread(condition)); }
+void cnd_destroy(cnd_t* condition) {
+  Untracked([&] { return pthread_cond_destroy(AsPthread(condition)); });
+}
 
 }  // extern "C"

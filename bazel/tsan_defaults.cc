@@ -49,13 +49,6 @@ race:grpc_core::StatusSetTime
 race:grpc_core::StatusAddChild
 race:grpc_core::StatusToString
 race:grpc_core::StatusCreate
-# grpcpp's callback server destroys a call's CallOpSets and tags on the thread
-# that runs OnDone, after the last callback on another thread; gRPC 1.51 hands
-# OnDone over inside libgrpc++ (ServerCallbackCall::ScheduleOnDone). The
-# destructors only touch gRPC's own members; ferry's OnDone runs before them
-# and stays checked.
-race:grpc::internal::CallbackWithSuccessTag::~CallbackWithSuccessTag
-race:ServerCallbackReaderWriterImpl::~ServerCallbackReaderWriterImpl
 
 # OpenSSL 3 (Debian's libcrypto/libssl, uninstrumented, used by gRPC's TLS):
 # objects are freed when an atomic reference count TSan cannot see drops to

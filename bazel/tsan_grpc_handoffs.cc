@@ -13,11 +13,17 @@
 // through the PLT) and add exactly that documented edge, keyed by the batch's
 // tag: release where a tag is handed to gRPC, acquire + release where gRPC
 // completes it (grpc_cq_end_op, on the thread that then runs or queues the
-// callback), acquire where a completion queue hands it back. Nothing else is
-// ordered, so a race in ferry's own code stays a report.
+// callback), acquire where a completion queue hands it back. One more for the
+// callback server: OnDone runs after every other reaction, which gRPC counts
+// in ServerCallbackCall::callbacks_outstanding_; the reactions' decrements
+// are instrumented (inline in grpcpp), but the last one often happens inside
+// libgrpc++, so ScheduleOnDone acquires what the counter released. Nothing
+// else is ordered, so a race in ferry's own code stays a report.
 #include <dlfcn.h>
 #include <grpc/grpc.h>
+#include <grpcpp/support/server_callback.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -49,7 +55,25 @@ void Acquire(void* tag) {
   if (tag != nullptr) __tsan_acquire(tag);
 }
 
+// A pointer to gRPC's private ServerCallbackCall::callbacks_outstanding_: an
+// explicit instantiation may name a private member, and the friend function
+// it defines hands the pointer out.
+using CounterMember = std::atomic_int grpc::internal::ServerCallbackCall::*;
+CounterMember CallbacksOutstanding(CounterMember*);
+template <CounterMember member>
+struct CounterAccess {
+  friend CounterMember CallbacksOutstanding(CounterMember*) { return member; }
+};
+template struct CounterAccess<&grpc::internal::ServerCallbackCall::callbacks_outstanding_>;
+
 }  // namespace
+
+void grpc::internal::ServerCallbackCall::ScheduleOnDone(bool inline_ondone) {
+  using Real = void (*)(ServerCallbackCall*, bool);
+  static const auto next = Next<Real>("_ZN4grpc8internal18ServerCallbackCall14ScheduleOnDoneEb");
+  Acquire(&(this->*CallbacksOutstanding(nullptr)));
+  next(this, inline_ondone);
+}
 
 extern "C" grpc_call_error grpc_call_start_batch(grpc_call* call, const grpc_op* ops, size_t nops,
                                                  void* tag, void* reserved) {
