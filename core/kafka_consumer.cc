@@ -627,6 +627,14 @@ absl::Status KafkaConsumer::CommitOnPollThread(const std::vector<CommitPosition>
   return status;
 }
 
+namespace {
+
+// librdkafka's watermark cache holds RD_KAFKA_OFFSET_INVALID (-1001) for a
+// partition until its first fetch answer; ferry's API says -1 for "not known".
+int64_t KnownOffsetOrMinusOne(int64_t offset) { return offset >= 0 ? offset : -1; }
+
+}  // namespace
+
 std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
   std::vector<TopicPartition> assignment;
   {
@@ -641,7 +649,7 @@ std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
         RdKafka::ERR_NO_ERROR) {
       high = -1;
     }
-    result[tp] = high;
+    result[tp] = KnownOffsetOrMinusOne(high);
   }
   return result;
 }
@@ -686,7 +694,7 @@ std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const
     int64_t high = -1;
     if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) ==
         RdKafka::ERR_NO_ERROR) {
-      state.high_watermark = high;
+      state.high_watermark = KnownOffsetOrMinusOne(high);
     }
     if (have_positions) {
       const int64_t position = positions.get()[i]->offset();

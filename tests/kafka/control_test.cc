@@ -199,6 +199,16 @@ TEST_F(ControlTest, PauseResumeResetAcrossReplicas) {
       stable = a.Call(&v1::Control::Stub::GetStatus, v1::GetStatusRequest(), &status_a).ok() &&
                b.Call(&v1::Control::Stub::GetStatus, v1::GetStatusRequest(), &status_b).ok() &&
                status_a.partitions_size() == 2 && status_b.partitions_size() == 2;
+      // A new owner learns a partition's end offset from its first fetch
+      // answer: until then GetStatus says -1 (never librdkafka's -1001).
+      for (const v1::GetStatusResponse* status : {&status_a, &status_b}) {
+        for (const v1::PartitionStatus& partition : status->partitions()) {
+          EXPECT_GE(partition.end_offset(), -1);
+          EXPECT_GE(partition.lag(), -1);
+          stable = stable && partition.end_offset() == kBatch / kPartitions &&
+                   partition.committed_offset() == kBatch / kPartitions;
+        }
+      }
       if (!stable) absl::SleepFor(absl::Milliseconds(100));  // polling status
     }
     ASSERT_TRUE(stable) << LogTail(*ferry_a) << LogTail(*ferry_b);
