@@ -266,6 +266,11 @@ class Stream final : public grpc::ServerBidiReactor<ProcessRequest, ProcessRespo
   }
 
   void OnDone() override {
+    // gRPC runs OnDone after every other reaction (OnCancel included) has
+    // returned, but it orders them inside libgrpc++, where ThreadSanitizer
+    // cannot see it. Taking mu_ once makes that order visible: every reaction
+    // touches the stream under mu_, so its release happens before this.
+    { absl::MutexLock l(&mu_); }
     {
       absl::MutexLock cl(&core_->mu);
       core_->streams.erase(this);

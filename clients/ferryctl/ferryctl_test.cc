@@ -447,8 +447,10 @@ TEST_F(FerryctlTest, ResetNotAppliedExits3) {
 }
 
 TEST_F(FerryctlTest, Skip) {
-  fake_.skip_response =
-      Parse<v1::SkipOffsetResponse>(R"pb(outcome: "dead_lettered" applied_by: "ferry-b")pb");
+  Configure([](FakeControl& fake) {
+    fake.skip_response =
+        Parse<v1::SkipOffsetResponse>(R"pb(outcome: "dead_lettered" applied_by: "ferry-b")pb");
+  });
   const Outcome run =
       Ferryctl({"skip", "--topic", "orders", "--partition", "3", "--offset", "1234", Server()});
   EXPECT_EXIT_CODE(run, 0);

@@ -13,6 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tests/e2e/sanitizer_reports.h"
 
 extern char** environ;
 
@@ -25,10 +27,25 @@ int ExitCodeOf(int status) {
   return -1;
 }
 
+// Fails the test binary when a child printed a sanitizer report
+// (sanitizer_reports.h says why this is not left to each test).
+class ChildSanitizerReportCheck : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    EXPECT_EQ(CollectChildSanitizerReports(), "")
+        << "a child process printed a sanitizer report (above: its log and first lines)";
+  }
+};
+
+// Registered before main(), so every test binary that starts children has it.
+[[maybe_unused]] ::testing::Environment* const kChildSanitizerReportCheck =
+    ::testing::AddGlobalTestEnvironment(new ChildSanitizerReportCheck);
+
 }  // namespace
 
 absl::StatusOr<Subprocess> Subprocess::Start(const std::vector<std::string>& argv,
                                              const std::string& log_path) {
+  WatchChildLog(log_path);  // before O_TRUNC below drops a previous child's report
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path.c_str(),
