@@ -74,5 +74,14 @@ called_from_lib:libssl.so
 race:^rd_buf_destroy$
 race:^rwlock_destroy$
 race:^rd_list_destroy_elems$
+
+# librdkafka 2.15.1's mock cluster (the embedded default, KIP-848 groups):
+# rd_kafka_mock_cgrp_consumer_session_tmr_cb (src/rdkafka_mock_cgrp.c:1727 of
+# the pinned tarball) opens with mtx_unlock(&mcluster->lock) where its comment
+# and its closing unlock say it means mtx_lock: a real upstream bug (no
+# upstream issue found in the issue index; the classic group's timer is
+# fine). It is mock-cluster code only (real brokers are not affected), on the
+# mock's own thread; ferry cannot change it, so only this report is hidden.
+mutex:rd_kafka_mock_cgrp_consumer_session_tmr_cb
 )";
 }
