@@ -524,12 +524,10 @@ absl::StatusOr<std::vector<ConsumedRecord>> ReadTopic(const std::string& bootstr
   if (consumer == nullptr) return absl::InternalError(absl::StrCat("create consumer: ", errstr));
   ConsumerCloser closer{consumer.get()};
   std::vector<RdKafka::TopicPartition*> assignment;
-  int64_t remaining = 0;
   for (const auto& [partition, end] : *ends) {
     if (end <= 0) continue;
     assignment.push_back(
         RdKafka::TopicPartition::create(topic, partition, RdKafka::Topic::OFFSET_BEGINNING));
-    remaining += end;
   }
   const RdKafka::ErrorCode assigned = consumer->assign(assignment);
   RdKafka::TopicPartition::destroy(assignment);
