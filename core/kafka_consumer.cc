@@ -637,8 +637,11 @@ std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
   for (const TopicPartition& tp : assignment) {
     int64_t low = -1;
     int64_t high = -1;
+    // Before its first fetch answer librdkafka reports no error and its own
+    // "unknown" sentinel (RD_KAFKA_OFFSET_INVALID, -1001): -1 here.
     if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) !=
-        RdKafka::ERR_NO_ERROR) {
+            RdKafka::ERR_NO_ERROR ||
+        high < 0) {
       high = -1;
     }
     result[tp] = high;
@@ -685,7 +688,8 @@ std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const
     int64_t low = -1;
     int64_t high = -1;
     if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) ==
-        RdKafka::ERR_NO_ERROR) {
+            RdKafka::ERR_NO_ERROR &&
+        high >= 0) {  // else unknown (librdkafka's -1001 before a fetch answer)
       state.high_watermark = high;
     }
     if (have_positions) {
