@@ -190,7 +190,15 @@ TEST_F(ControlTest, PauseResumeResetAcrossReplicas) {
   ControlClient b(port_b, kToken);
   // Both replicas own two partitions each (the range assignor) once the
   // group is stable; B may have joined after A consumed the first batch.
+  // A just-assigned partition's end offset is unknown (-1) until its first
+  // fetch answer: wait for those too.
   {
+    auto ends_known = [](const v1::GetStatusResponse& status) {
+      for (const v1::PartitionStatus& partition : status.partitions()) {
+        if (partition.end_offset() < 0) return false;
+      }
+      return true;
+    };
     const absl::Time deadline = absl::Now() + absl::Seconds(60);
     bool stable = false;
     while (!stable && absl::Now() < deadline) {
@@ -198,7 +206,8 @@ TEST_F(ControlTest, PauseResumeResetAcrossReplicas) {
       v1::GetStatusResponse status_b;
       stable = a.Call(&v1::Control::Stub::GetStatus, v1::GetStatusRequest(), &status_a).ok() &&
                b.Call(&v1::Control::Stub::GetStatus, v1::GetStatusRequest(), &status_b).ok() &&
-               status_a.partitions_size() == 2 && status_b.partitions_size() == 2;
+               status_a.partitions_size() == 2 && status_b.partitions_size() == 2 &&
+               ends_known(status_a) && ends_known(status_b);
       if (!stable) absl::SleepFor(absl::Milliseconds(100));  // polling status
     }
     ASSERT_TRUE(stable) << LogTail(*ferry_a) << LogTail(*ferry_b);
