@@ -127,6 +127,9 @@ class Parser {
   // `tls:` of server.tls (`server` true) or processors[i].tls.
   absl::Status GetTls(const YAML::Node& node, const std::string& path,
                       int line, bool server, TlsFiles* out) const;
+  // processors[i].keepalive: {interval, timeout}, each at least its minimum.
+  absl::Status GetKeepalive(const YAML::Node& node, const std::string& path,
+                            int line, KeepaliveConfig* out) const;
 
   std::string source_;
   // Lines of settings checked after parsing (kafka.*, files), by path.
@@ -756,7 +759,7 @@ absl::Status Parser::ParseProcessor(const YAML::Node& node,
       {"name", "target", "event_types", "streams", "max_in_flight",
        "max_batch", "max_batch_bytes", "timeout", "max_attempts",
        "retry_backoff", "retry_backoff_max", "retry_on_timeout", "on_failure",
-       "dead_letter_topic", "tls"},
+       "dead_letter_topic", "tls", "keepalive"},
       [&](const std::string& key, const std::string& child, int key_line,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "name") {
@@ -855,6 +858,9 @@ absl::Status Parser::ParseProcessor(const YAML::Node& node,
         if (key == "tls") {
           return GetTls(value, child, value_line, /*server=*/false,
                         &processor->tls);
+        }
+        if (key == "keepalive") {
+          return GetKeepalive(value, child, value_line, &processor->keepalive);
         }
         return GetDuration(value, child, value_line, /*allow_zero=*/false,
                            "timeout: 30s", &processor->timeout);
@@ -1360,6 +1366,32 @@ absl::Status Parser::CheckScheduling(int root_line, bool has_max_delayed_events,
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Parser::GetKeepalive(const YAML::Node& node,
+                                  const std::string& path, int line,
+                                  KeepaliveConfig* out) const {
+  return ForEachField(
+      node, path, line, {"interval", "timeout"},
+      [&](const std::string& key, const std::string& child, int,
+          const YAML::Node& value, int value_line) -> absl::Status {
+        const bool interval = key == "interval";
+        absl::Duration* field = interval ? &out->interval : &out->timeout;
+        absl::Status status =
+            GetDuration(value, child, value_line, /*allow_zero=*/false,
+                        interval ? "interval: 5s" : "timeout: 5s", field);
+        if (!status.ok()) return status;
+        // Below these, workers' gRPC servers (ferry's SDKs permit 1s) answer
+        // the pings with GOAWAY too_many_pings.
+        const absl::Duration minimum =
+            interval ? kMinKeepaliveInterval : kMinKeepaliveTimeout;
+        if (*field < minimum) {
+          return Error(value_line, child,
+                       absl::StrCat("must be at least ",
+                                    absl::FormatDuration(minimum)));
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status Parser::GetTls(const YAML::Node& node, const std::string& path,

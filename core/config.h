@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "core/keepalive.h"
 
 namespace ferry {
 
@@ -126,6 +127,8 @@ struct ProcessorConfig {
   std::string dead_letter_topic;
   // `tls:` for the channel to this processor's workers.
   TlsFiles tls;
+  // `keepalive:` on that channel: how soon a vanished worker is noticed.
+  KeepaliveConfig keepalive = {};
 };
 
 // The lane count `lanes.count: auto` resolves to: four lanes per event the

@@ -627,6 +627,14 @@ absl::Status KafkaConsumer::CommitOnPollThread(const std::vector<CommitPosition>
   return status;
 }
 
+namespace {
+
+// librdkafka's watermark cache holds RD_KAFKA_OFFSET_INVALID (-1001) for a
+// partition until its first fetch answer; ferry's API says -1 for "not known".
+int64_t KnownOffsetOrMinusOne(int64_t offset) { return offset >= 0 ? offset : -1; }
+
+}  // namespace
+
 std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
   std::vector<TopicPartition> assignment;
   {
@@ -637,14 +645,11 @@ std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
   for (const TopicPartition& tp : assignment) {
     int64_t low = -1;
     int64_t high = -1;
-    // Before its first fetch answer librdkafka reports no error and its own
-    // "unknown" sentinel (RD_KAFKA_OFFSET_INVALID, -1001): -1 here.
     if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) !=
-            RdKafka::ERR_NO_ERROR ||
-        high < 0) {
+        RdKafka::ERR_NO_ERROR) {
       high = -1;
     }
-    result[tp] = high;
+    result[tp] = KnownOffsetOrMinusOne(high);
   }
   return result;
 }
@@ -688,9 +693,8 @@ std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const
     int64_t low = -1;
     int64_t high = -1;
     if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) ==
-            RdKafka::ERR_NO_ERROR &&
-        high >= 0) {  // else unknown (librdkafka's -1001 before a fetch answer)
-      state.high_watermark = high;
+        RdKafka::ERR_NO_ERROR) {
+      state.high_watermark = KnownOffsetOrMinusOne(high);
     }
     if (have_positions) {
       const int64_t position = positions.get()[i]->offset();

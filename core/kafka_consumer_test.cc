@@ -25,8 +25,8 @@ namespace {
 // Until its first fetch answer librdkafka knows no high watermark and says
 // so with its own sentinel (RD_KAFKA_OFFSET_INVALID, -1001). The consumer's
 // contract (and the Control API's end_offset built on it) is -1: the
-// sentinel leaked into GetStatus, seen under ASan where the first fetch came
-// late (tests/kafka/control_test).
+// sentinel once leaked into GetStatus (tests/kafka/control_test saw it when
+// the first fetch came late, in CI and under ASan).
 TEST(KafkaConsumerTest, UnknownHighWatermarkIsMinusOne) {
   testing::MockCluster cluster;
   ASSERT_TRUE(cluster.ok());

@@ -342,8 +342,15 @@ void WorkerPool::Start() {
     arguments.SetLoadBalancingPolicyName("round_robin");
     arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
-    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
-    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+    // Keepalive bounds how long a vanished worker host (no RST) holds its
+    // streams' events before they are redelivered (core/keepalive.h). Pings
+    // go on while a stream is idle (no limit of pings without data), so the
+    // bound holds however long the worker has been holding its events.
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS,
+                     static_cast<int>(absl::ToInt64Milliseconds(processor.keepalive.interval)));
+    arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                     static_cast<int>(absl::ToInt64Milliseconds(processor.keepalive.timeout)));
+    arguments.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     arguments.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 64 << 20);
     AddTlsChannelArguments(processor.tls, &arguments);
     auto channel = grpc::CreateCustomChannel(processor.target, credentials_[p], arguments);
@@ -351,6 +358,14 @@ void WorkerPool::Start() {
     channels_.push_back(std::move(channel));
     LogInfo("workers", "processor ", processor.name, ": dialing ", processor.target, " with ",
             processor.streams, " streams (", DescribeChannelTls(processor.tls), ")");
+    if (processor.timeout <= processor.keepalive.Bound()) {
+      LogWarn("workers", "processor ", processor.name, ": timeout ",
+              absl::FormatDuration(processor.timeout), " is not above the keepalive bound ",
+              absl::FormatDuration(processor.keepalive.Bound()),
+              " (keepalive.interval + keepalive.timeout): events held by a worker host that"
+              " vanishes time out (and take the failure policy) before ferry notices the lost"
+              " stream and redelivers them");
+    }
   }
   absl::MutexLock lock(&mu_);
   for (size_t p = 0; p < config_.processors.size(); ++p) {

@@ -647,8 +647,11 @@ absl::Status Worker::Start(const std::string& listen_address) {
     builder.RegisterService(service_.get());
     builder.SetMaxReceiveMessageSize(-1);  // ferry bounds its batches by its own byte budget
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error
+    // ferry pings every processors[].keepalive.interval (at least 1 s) to
+    // notice a vanished worker; gRPC's default (5 min between pings on an idle
+    // stream) would answer that with GOAWAY too_many_pings.
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server) {
       return absl::UnavailableError(absl::StrFormat(

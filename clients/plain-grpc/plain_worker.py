@@ -371,8 +371,13 @@ def main(argv=None) -> int:
     recorder = Recorder(args.record, args.record_flush) if args.record else None
     worker = Worker(args, Handler(args, recorder))
     # One gRPC thread per open stream: ferry keeps `streams` (default 4) per target.
+    # ferry pings every processors[].keepalive.interval (at least 1 s) to notice
+    # a vanished worker; gRPC's default (5 min on an idle stream) answers those
+    # pings with GOAWAY too_many_pings, so permit them (README, Semantics).
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=64),
-                         options=[("grpc.so_reuseport", 0)])
+                         options=[("grpc.so_reuseport", 0),
+                                  ("grpc.keepalive_permit_without_calls", 1),
+                                  ("grpc.http2.min_ping_interval_without_data_ms", 1000)])
     pb_grpc.add_ProcessorServicer_to_server(worker, server)
     try:
         port = server.add_insecure_port(args.listen)

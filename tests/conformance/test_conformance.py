@@ -302,3 +302,32 @@ def test_graceful_stop(scenario):
     assert progress(log, "redelivered") >= stats1["events_received"] - len(runs1), (
         stats1, len(runs1))
     assert (progress(log, "acked"), progress(log, "failed")) == (count, 0)
+
+
+# 9. Keepalive: ferry pings each worker connection every keepalive.interval
+# (1 s here, the least it accepts) so it notices a vanished host, also while
+# the streams carry nothing (here the worker holds every event 8 s). The
+# worker's gRPC server must permit that: with gRPC's default (5 min) it
+# answers GOAWAY too_many_pings after a few pings, the streams end and the
+# held events are redelivered. Nothing may end: each event is handled once.
+def test_keepalive_pings_on_idle_streams_are_permitted(scenario):
+    s, count, topic = scenario, 8, "idle"
+    s.start_cluster([topic, f"{topic}-dlq"], 2)
+    w = s.start_worker("w", 4, ["--handler_threads=16", "--stall_rate=1", "--stall_ms=8000"])
+    processor = (processor_yaml("default", _target(w), streams=2)
+                 + "    keepalive:\n      interval: 1s\n      timeout: 1s\n")
+    ferry = s.start_ferry(ferry_config(s.bootstrap, GROUP, [topic], [processor],
+                                       dead_letter_topic=f"{topic}-dlq"))
+    s.produce(topic, count, count, 2)
+    s.wait_committed(topic, GROUP, ferry)
+    log_before_stop = ferry.text()
+    _stop(s, ferry)
+    _stop(s, w.proc)
+
+    ended = [ln for ln in log_before_stop.splitlines() if ": stream ended" in ln]
+    assert not ended, ended[:4]
+    runs = w.runs()
+    assert sorted((r.key, r.seq) for r in runs) == sorted(expected_records(count, count))
+    assert all(r.answer == "OK" for r in runs), runs
+    log = ferry.text()
+    assert (progress(log, "acked"), progress(log, "redelivered")) == (count, 0)

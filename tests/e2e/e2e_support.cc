@@ -274,6 +274,10 @@ std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
   builder.RegisterService(service);
+  // What README asks of plain-gRPC workers: permit ferry's keepalive pings on
+  // idle streams (gRPC's default answers them with GOAWAY too_many_pings).
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   return builder.BuildAndStart();
 }
 

@@ -160,8 +160,11 @@ func NewWorker(h Handler, opts Options) *Worker {
 	w.sem = make(chan struct{}, opts.Concurrency)
 	serverOpts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(math.MaxInt32), // ferry bounds its batches by its own byte budget
+		// ferry pings every processors[].keepalive.interval (at least 1s) to
+		// notice a vanished worker; grpc-go's default (5 min) would answer
+		// with GOAWAY too_many_pings.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
-			MinTime:             10 * time.Second,
+			MinTime:             time.Second,
 			PermitWithoutStream: true,
 		}),
 	}

@@ -457,8 +457,11 @@ class _Core:
             options=[
                 ("grpc.max_receive_message_length", -1),  # ferry bounds its own batches
                 ("grpc.so_reuseport", 0),  # a taken port is an error
+                # ferry pings every processors[].keepalive.interval (at least
+                # 1 s) to notice a vanished worker; gRPC's default (5 min on an
+                # idle stream) would answer with GOAWAY too_many_pings.
                 ("grpc.keepalive_permit_without_calls", 1),
-                ("grpc.http2.min_ping_interval_without_data_ms", 10000),
+                ("grpc.http2.min_ping_interval_without_data_ms", 1000),
             ]
         )
         pb_grpc.add_ProcessorServicer_to_server(_Servicer(self), server)
