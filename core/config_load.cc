@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/config.h"
 #include "core/config_files.h"
+#include "core/group_protocol.h"
 #include "core/kafka_property_validator.h"
 
 namespace ferry {
@@ -80,6 +81,8 @@ absl::Status CheckConfigReferences(const Config& config) {
     properties.push_back(KafkaProperty{name, value, LocationOf(config, "kafka." + name)});
   }
   absl::Status status = ValidateKafkaProperties(properties);
+  if (!status.ok()) return status;
+  status = CheckGroupProtocolProperties(properties);
   if (!status.ok()) return status;
 
   std::vector<NamedFile> files;

@@ -52,6 +52,23 @@ TEST(ConfigLoadTest, KafkaPropertiesAreCheckedByLibrdkafkaWithTheirLine) {
             "");
 }
 
+// KIP-848's consumer protocol leaves the session timeout, heartbeat and
+// assignor to the broker; librdkafka would refuse them only at start.
+TEST(ConfigLoadTest, ClassicOnlyPropertiesWithTheConsumerGroupProtocolAreNamedWithTheirLine) {
+  const std::string head = "kafka:\n  group.id: g\n  group.protocol: consumer\n";
+  EXPECT_THAT(LoadError("kip848.yaml", head + "  session.timeout.ms: 6000\n" + kMinimal),
+              StartsWith(absl::StrCat(PathOf("kip848.yaml"),
+                                      ":4: kafka.session.timeout.ms: not allowed with "
+                                      "kafka.group.protocol: consumer (",
+                                      PathOf("kip848.yaml"), ":3)")));
+  EXPECT_EQ(LoadError("kip848_ok.yaml", head + "  group.remote.assignor: uniform\n" + kMinimal),
+            "");
+  EXPECT_EQ(LoadError("classic.yaml",
+                      "kafka:\n  group.protocol: classic\n  session.timeout.ms: 6000\n" +
+                          std::string(kMinimal)),
+            "");
+}
+
 TEST(ConfigLoadTest, ReadmeStyleFilesThatDoNotExistAreNamedWithTheirLine) {
   // The shape of README's example: control.token_file and TLS files under
   // /etc/ferry that do not exist here.

@@ -6,8 +6,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/kafka_status.h"
 #include "core/log.h"
+#include "core/rd_partition_list.h"
 #include "core/record.h"
 
 namespace ferry {
@@ -18,6 +21,11 @@ constexpr int kPollTimeoutMs = 100;
 constexpr int kPausedPollTimeoutMs = 10;
 // At most this many records per round (one engine lock, one dispatch).
 constexpr int64_t kMaxRoundRecords = 1024;
+// Commit() gives up waiting after this (the commit stays in flight; the
+// committer retries with newer positions).
+constexpr absl::Duration kCommitAnswerWait = absl::Seconds(10);
+// At shutdown, how long the poll thread waits for commits in flight.
+constexpr absl::Duration kCommitDrainWait = absl::Seconds(5);
 
 std::vector<TopicPartition> ToTopicPartitions(
     const std::vector<RdKafka::TopicPartition*>& partitions) {
@@ -28,28 +36,6 @@ std::vector<TopicPartition> ToTopicPartitions(
   }
   return result;
 }
-
-// Owns the RdKafka::TopicPartition pointers librdkafka's API wants.
-class RdPartitionList {
- public:
-  explicit RdPartitionList(const std::vector<TopicPartition>& partitions) {
-    for (const TopicPartition& tp : partitions) {
-      list_.push_back(RdKafka::TopicPartition::create(tp.topic, tp.partition));
-    }
-  }
-  explicit RdPartitionList(const std::vector<CommitPosition>& positions) {
-    for (const CommitPosition& position : positions) {
-      list_.push_back(RdKafka::TopicPartition::create(position.partition.topic,
-                                                      position.partition.partition,
-                                                      position.offset));
-    }
-  }
-  ~RdPartitionList() { RdKafka::TopicPartition::destroy(list_); }
-  std::vector<RdKafka::TopicPartition*>& get() { return list_; }
-
- private:
-  std::vector<RdKafka::TopicPartition*> list_;
-};
 
 std::string DescribePartitions(const std::vector<TopicPartition>& partitions) {
   std::string text;
@@ -202,6 +188,7 @@ void KafkaConsumer::Stop() {
 
 void KafkaConsumer::PollLoop() {
   poll_thread_id_ = std::this_thread::get_id();
+  commit_queue_ = std::make_unique<CommitQueue>(consumer_->c_ptr());
   {
     absl::MutexLock lock(&commit_mu_);
     polling_ = true;
@@ -229,6 +216,7 @@ void KafkaConsumer::PollLoop() {
     }
     FlushBatch();
     UpdateFlowControl();
+    commit_queue_->Serve();
   }
   ServeCommitRequests();
   {
@@ -236,6 +224,11 @@ void KafkaConsumer::PollLoop() {
     polling_ = false;
   }
   ServeCommitRequests();  // fails whatever arrived meanwhile
+  const absl::Time drain_deadline = absl::Now() + kCommitDrainWait;
+  while (commit_queue_->outstanding() > 0 && absl::Now() < drain_deadline) {
+    commit_queue_->Serve(absl::Milliseconds(100));
+  }
+  commit_queue_.reset();  // fails what is still unanswered
   const std::vector<CommitPosition> positions = engine_->PendingCommits();
   if (!positions.empty()) {
     absl::Status status = CommitOnPollThread(positions);
@@ -469,8 +462,22 @@ void KafkaConsumer::ResumeAll() {
   }
 }
 
+void KafkaConsumer::AwaitCommitAnswers() {
+  // As when commits were synchronous, a commit sent before a rebalance is
+  // answered before the rebalance goes on: sent in one generation and
+  // answered in the next, the coordinator would refuse it as stale, and
+  // librdkafka would take that for this member being fenced (assignment
+  // lost). Bounded: past the wait the rebalance goes on regardless.
+  const absl::Time deadline = absl::Now() + kCommitAnswerWait;
+  while (commit_queue_ != nullptr && commit_queue_->outstanding() > 0 &&
+         absl::Now() < deadline) {
+    commit_queue_->Serve(absl::Milliseconds(100));
+  }
+}
+
 void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions,
                              bool incremental) {
+  AwaitCommitAnswers();
   FlushBatch();  // records read before the rebalance belong to the old assignment
   const std::vector<TopicPartition> assigned = ToTopicPartitions(partitions);
   if (stats_ != nullptr) stats_->Assigned();
@@ -544,6 +551,9 @@ void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partit
 
 void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions,
                              bool incremental) {
+  // A lost assignment is acted on at once: the coordinator is unreachable or
+  // has fenced this member, so commits in flight can only fail.
+  if (!consumer_->assignment_lost()) AwaitCommitAnswers();
   FlushBatch();  // records read before the rebalance belong to the old assignment
   const std::vector<TopicPartition> revoked = ToTopicPartitions(partitions);
   const std::vector<CommitPosition> positions = engine_->OnRevoked(revoked);
@@ -599,7 +609,11 @@ absl::Status KafkaConsumer::Commit(const std::vector<CommitPosition>& positions)
     commit_requests_.push_back(request);
   }
   consumer_->yield();  // wake consume() so the poll thread serves it now
-  request->done.WaitForNotification();
+  if (!request->done.WaitForNotificationWithTimeout(kCommitAnswerWait)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("commit not answered within ", absl::FormatDuration(kCommitAnswerWait),
+                     " (group coordinator unreachable?); it stays in flight"));
+  }
   return request->status;
 }
 
@@ -612,9 +626,19 @@ void KafkaConsumer::ServeCommitRequests() {
     polling = polling_;
   }
   for (const std::shared_ptr<CommitRequest>& request : requests) {
-    request->status = polling ? CommitOnPollThread(request->positions)
-                              : absl::FailedPreconditionError("the consumer stopped polling");
-    request->done.Notify();
+    const std::vector<CommitPosition> current =
+        polling ? engine_->StillCurrent(request->positions) : std::vector<CommitPosition>();
+    if (current.empty()) {
+      request->status =
+          polling ? absl::OkStatus() : absl::FailedPreconditionError("the consumer stopped polling");
+      request->done.Notify();
+      continue;
+    }
+    commit_queue_->Send(current, [this, request](const absl::Status& status) {
+      if (stats_ != nullptr) stats_->Commit(status.ok());
+      request->status = status;
+      request->done.Notify();
+    });
   }
 }
 
@@ -625,84 +649,6 @@ absl::Status KafkaConsumer::CommitOnPollThread(const std::vector<CommitPosition>
   absl::Status status = KafkaErrorToStatus(consumer_->commitSync(list.get()), "commit");
   if (stats_ != nullptr) stats_->Commit(status.ok());
   return status;
-}
-
-namespace {
-
-// librdkafka's watermark cache holds RD_KAFKA_OFFSET_INVALID (-1001) for a
-// partition until its first fetch answer; ferry's API says -1 for "not known".
-int64_t KnownOffsetOrMinusOne(int64_t offset) { return offset >= 0 ? offset : -1; }
-
-}  // namespace
-
-std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
-  std::vector<TopicPartition> assignment;
-  {
-    absl::MutexLock lock(&assignment_mu_);
-    assignment = assignment_copy_;
-  }
-  std::map<TopicPartition, int64_t> result;
-  for (const TopicPartition& tp : assignment) {
-    int64_t low = -1;
-    int64_t high = -1;
-    if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) !=
-        RdKafka::ERR_NO_ERROR) {
-      high = -1;
-    }
-    result[tp] = KnownOffsetOrMinusOne(high);
-  }
-  return result;
-}
-
-}  // namespace ferry
-
-namespace ferry {
-
-absl::StatusOr<std::map<TopicPartition, int64_t>> KafkaConsumer::Committed(
-    const std::vector<TopicPartition>& partitions, absl::Duration timeout) const {
-  std::map<TopicPartition, int64_t> committed;
-  if (partitions.empty()) return committed;
-  RdPartitionList list(partitions);
-  const RdKafka::ErrorCode err = consumer_->committed(
-      list.get(), static_cast<int>(absl::ToInt64Milliseconds(timeout)));
-  if (err != RdKafka::ERR_NO_ERROR) return KafkaErrorToStatus(err, "committed offsets");
-  for (size_t i = 0; i < partitions.size(); ++i) {
-    const int64_t offset = list.get()[i]->offset();
-    committed[partitions[i]] = offset >= 0 ? offset : -1;
-  }
-  return committed;
-}
-
-std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const {
-  std::vector<TopicPartition> assignment;
-  bool paused;
-  std::set<TopicPartition> held;
-  {
-    absl::MutexLock lock(&assignment_mu_);
-    assignment = assignment_copy_;
-    paused = paused_copy_;
-    held = held_copy_;
-  }
-  std::map<TopicPartition, PartitionFetchState> result;
-  if (assignment.empty()) return result;
-  RdPartitionList positions(assignment);
-  const bool have_positions = consumer_->position(positions.get()) == RdKafka::ERR_NO_ERROR;
-  for (size_t i = 0; i < assignment.size(); ++i) {
-    const TopicPartition& tp = assignment[i];
-    PartitionFetchState& state = result[tp];
-    int64_t low = -1;
-    int64_t high = -1;
-    if (consumer_->get_watermark_offsets(tp.topic, tp.partition, &low, &high) ==
-        RdKafka::ERR_NO_ERROR) {
-      state.high_watermark = KnownOffsetOrMinusOne(high);
-    }
-    if (have_positions) {
-      const int64_t position = positions.get()[i]->offset();
-      state.position = position >= 0 ? position : -1;
-    }
-    state.paused = paused || held.count(tp) > 0;
-  }
-  return result;
 }
 
 }  // namespace ferry

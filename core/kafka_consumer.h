@@ -8,7 +8,10 @@
 // Commits run on the poll thread only, like the rebalance callbacks, so a
 // position computed before a revoke is never committed after it (it could
 // move the new owner's committed offset backwards). Commit() from another
-// thread hands its positions to the poll thread and waits.
+// thread hands its positions to the poll thread, which sends them without
+// waiting for the answer (CommitQueue: a poll thread stuck on an unreachable
+// coordinator could not hear that its assignment was lost), and waits for
+// the answer itself, boundedly.
 //
 // Threading: Start/StopFetching/Stop from the owner thread; Commit,
 // HighWatermarks and FetchStates from any thread; everything else runs on the
@@ -28,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/commit_queue.h"
 #include "core/config.h"
 #include "core/consumer_stats.h"
 #include "core/control_log.h"
@@ -97,13 +101,15 @@ class KafkaConsumer final : public OffsetCommitter {
   // Hands batch_ to the engine (one lock, one dispatch).
   void FlushBatch();
   void UpdateFlowControl();
+  // Rebalance callbacks first wait (boundedly) for commits in flight.
+  void AwaitCommitAnswers();
   void OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
   void OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
   void PauseAll();
   void ResumeAll();
   // Poll thread: commits the still-current positions synchronously.
   absl::Status CommitOnPollThread(const std::vector<CommitPosition>& positions);
-  // Poll thread: runs the commits other threads asked for.
+  // Poll thread: sends the commits other threads asked for.
   void ServeCommitRequests();
   // Pauses partitions the engine reports blocked or an operator paused (and
   // resumes ones no longer held).
@@ -141,6 +147,8 @@ class KafkaConsumer final : public OffsetCommitter {
     absl::Status status;
     absl::Notification done;
   };
+  // Poll thread: commits sent for other threads, answers not yet served.
+  std::unique_ptr<CommitQueue> commit_queue_;
   std::thread::id poll_thread_id_;
   absl::Mutex commit_mu_;
   bool polling_ ABSL_GUARDED_BY(commit_mu_) = false;

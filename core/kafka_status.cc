@@ -56,7 +56,8 @@ absl::Status KafkaConfResultToStatus(RdKafka::Conf::ConfResult result, absl::str
     case RdKafka::Conf::CONF_UNKNOWN:
       return absl::InvalidArgumentError(
           absl::StrCat(context, ": not a librdkafka property (", EscapeControlCharacters(error),
-                       "); see CONFIGURATION.md of librdkafka 2.0.2 for the names"));
+                       "); see CONFIGURATION.md of librdkafka ", RdKafka::version_str(),
+                       " for the names"));
     case RdKafka::Conf::CONF_INVALID:
     default:
       return absl::InvalidArgumentError(

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/group_protocol.h"
 #include "core/log.h"
 
 namespace ferry {
@@ -78,9 +79,16 @@ absl::StatusOr<std::unique_ptr<EmbeddedCluster>> EmbeddedCluster::StartFor(Confi
   const std::string& servers = (*cluster)->bootstrap_servers();
   config.kafka["bootstrap.servers"] = servers;
   // The mock cluster waits session.timeout.ms - 1s in a rebalance; keep it
-  // short so the demo starts in seconds.
-  config.kafka.emplace("session.timeout.ms", "6000");
-  config.kafka.emplace("heartbeat.interval.ms", "500");
+  // short so the demo starts in seconds. With group.protocol: consumer
+  // (KIP-848) the (mock) broker owns both settings and the client may not
+  // set them.
+  if (UsesConsumerGroupProtocol(config.kafka)) {
+    rd_kafka_mock_set_group_consumer_session_timeout_ms((*cluster)->cluster_, 6000);
+    rd_kafka_mock_set_group_consumer_heartbeat_interval_ms((*cluster)->cluster_, 500);
+  } else {
+    config.kafka.emplace("session.timeout.ms", "6000");
+    config.kafka.emplace("heartbeat.interval.ms", "500");
+  }
   LogWarn("ferry", "**************************************************************");
   LogWarn("ferry", "* NO kafka.bootstrap.servers CONFIGURED: using the EMBEDDED     *");
   LogWarn("ferry", "* in-process MOCK Kafka cluster at ", servers);

@@ -19,7 +19,7 @@ std::string BuildMode();
 
 // One "name version" per line, ferry first:
 //   ferry 0.1.0 (release build)
-//   librdkafka 2.0.2
+//   librdkafka 2.15.1
 //   gRPC 1.51.1
 //   protobuf 3.21.12
 //   abseil 20220623

@@ -25,5 +25,14 @@ TEST(VersionTest, NamesFerryAndEveryMainLibrary) {
   EXPECT_THAT(text, HasSubstr(absl::StrCat("\nabseil ", ABSL_LTS_RELEASE_VERSION, "\n")));
 }
 
+// ferry links the pinned librdkafka statically (tools/build_librdkafka): the
+// library that runs is the one the headers describe, not Debian's librdkafka1
+// (same soname, 2.0.2), and is new enough for kafka.group.protocol: consumer
+// (KIP-848, generally available since librdkafka 2.12).
+TEST(VersionTest, RunsThePinnedLibrdkafkaItWasCompiledAgainst) {
+  EXPECT_EQ(rd_kafka_version(), RD_KAFKA_VERSION);
+  EXPECT_GE(rd_kafka_version(), 0x020c0000) << rd_kafka_version_str();
+}
+
 }  // namespace
 }  // namespace ferry

@@ -227,7 +227,7 @@ def test_docker_context_holds_every_file_the_build_needs():
             continue  # system libraries (tools/setup installs them) and Bazel's own
         package, _, name = label[2:].partition(":")
         files.append(f"{package}/{name}" if package else name)
-    files += ["WORKSPACE", ".bazelrc", "tools/setup"]
+    files += ["WORKSPACE", ".bazelrc", "tools/setup", "tools/build_librdkafka"]
     assert len(files) > 20, files
     patterns = dockerignore_patterns()
     excluded = [f for f in files if ignored(f, patterns)]

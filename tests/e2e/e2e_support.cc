@@ -222,6 +222,15 @@ std::string FerryConfigWithKafka(
   std::string more;
   for (const auto& [name, value] : kafka_properties) {
     absl::StrAppend(&more, "  ", name, ": ", value, "\n");
+    // KIP-848's consumer protocol: the broker owns these two (librdkafka
+    // refuses them); tests/kafka/kafka_broker sets the same values there.
+    if (name == "group.protocol" && value == "consumer") {
+      for (const std::string line :
+           {"  session.timeout.ms: 6000\n", "  heartbeat.interval.ms: 500\n"}) {
+        const size_t at = config.find(line);
+        if (at != std::string::npos) config.erase(at, line.size());
+      }
+    }
   }
   // The kafka: map is the first section; its entries end where topics: starts.
   const size_t topics = config.find("\ntopics:\n");

@@ -189,14 +189,20 @@ std::vector<std::string> ErrorLines(const std::string& log) {
   return errors;
 }
 
-TEST(ShutdownTest, TheEmbeddedClusterStopsWithoutErrorLines) {
+// With both consumer group protocols: for `consumer` (KIP-848) the embedded
+// cluster must not add the classic-only session settings librdkafka refuses.
+class EmbeddedShutdownTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EmbeddedShutdownTest, TheEmbeddedClusterStopsWithoutErrorLines) {
   // No kafka.bootstrap.servers: ferry runs its embedded mock cluster. A
   // dead-letter topic is configured so its producer exists too.
-  absl::StatusOr<Worker> worker = StartWorker("embedded", 64);
+  absl::StatusOr<Worker> worker = StartWorker(absl::StrCat("embedded-", GetParam()), 64);
   ASSERT_TRUE(worker.ok()) << worker.status();
-  const std::string bootstrap_file = TempPath("embedded-bootstrap");
+  const std::string bootstrap_file = TempPath(absl::StrCat("embedded-bootstrap-", GetParam()));
   absl::StatusOr<Subprocess> ferry = StartFerry(
-      absl::StrCat("topics:\n"
+      absl::StrCat("kafka:\n"
+                   "  group.protocol: ", GetParam(), "\n"
+                   "topics:\n"
                    "  - name: events\n"
                    "processors:\n"
                    "  - name: default\n"
@@ -209,7 +215,7 @@ TEST(ShutdownTest, TheEmbeddedClusterStopsWithoutErrorLines) {
                    "embedded:\n"
                    "  partitions: 2\n"
                    "  bootstrap_file: ", bootstrap_file, "\n"),
-      "ferry-embedded");
+      absl::StrCat("ferry-embedded-", GetParam()));
   ASSERT_TRUE(ferry.ok()) << ferry.status();
   absl::StatusOr<std::string> bootstrap = WaitForFile(bootstrap_file, absl::Seconds(30));
   ASSERT_TRUE(bootstrap.ok()) << bootstrap.status() << LogTail(*ferry);
@@ -224,6 +230,12 @@ TEST(ShutdownTest, TheEmbeddedClusterStopsWithoutErrorLines) {
   EXPECT_THAT(ErrorLines(ferry->Log()), IsEmpty()) << LogTail(*ferry);
   EXPECT_EQ(Terminate(worker->process, absl::Seconds(30)).value_or(-1), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(GroupProtocols, EmbeddedShutdownTest,
+                         ::testing::Values("classic", "consumer"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace ferry::testing

@@ -26,7 +26,7 @@ std::string& StartError() {
 void BrokerEnvironment::SetUp() {
   if (Broker() != nullptr) return;
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::unique_ptr<KafkaBroker>> broker = KafkaBroker::Start();
+  absl::StatusOr<std::unique_ptr<KafkaBroker>> broker = KafkaBroker::Start(options_);
   if (!broker.ok()) {
     StartError() = "Kafka broker did not start: " + broker.status().ToString();
     std::printf("%s: %s\n", name_.c_str(), StartError().c_str());

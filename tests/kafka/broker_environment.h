@@ -26,6 +26,9 @@ class BrokerEnvironment : public ::testing::Environment {
  public:
   // `name` labels the startup line printed to stdout.
   explicit BrokerEnvironment(std::string name) : name_(std::move(name)) {}
+  // A broker started with `options` (e.g. extra listeners).
+  BrokerEnvironment(std::string name, KafkaBroker::Options options)
+      : name_(std::move(name)), options_(std::move(options)) {}
   void SetUp() override;
   void TearDown() override;
 
@@ -35,6 +38,7 @@ class BrokerEnvironment : public ::testing::Environment {
 
  private:
   std::string name_;
+  KafkaBroker::Options options_;
 };
 
 // Fails the test at once when the broker is missing; prints the broker's log

@@ -106,14 +106,19 @@ int ExitCodeOf(int status) {
 
 // fork + exec `script run dir` in a new process group, output to `log_path`.
 // The child gets SIGKILL when the calling thread dies.
+// `env` is added to this process's environment.
 absl::StatusOr<pid_t> Spawn(const std::string& script, const std::string& dir,
-                            const std::string& log_path) {
+                            const std::string& log_path, std::vector<std::string> env) {
   // Everything the child needs is prepared before fork (only async-signal-safe
   // calls after it).
   std::vector<std::string> args = {script, "run", dir};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (char** var = environ; *var != nullptr; ++var) envp.push_back(*var);
+  for (std::string& var : env) envp.push_back(var.data());
+  envp.push_back(nullptr);
   const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     return absl::InternalError(absl::StrCat("open ", log_path, ": ", std::strerror(errno)));
@@ -145,13 +150,23 @@ absl::StatusOr<pid_t> Spawn(const std::string& script, const std::string& dir,
     sigset_t empty;
     sigemptyset(&empty);
     sigprocmask(SIG_SETMASK, &empty, nullptr);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   setpgid(pid, pid);  // also in the parent: no window where a kill misses it
   close(log_fd);
   close(null_fd);
   return pid;
+}
+
+std::vector<std::string> ListenerEnv(const KafkaBroker::Options& options) {
+  if (options.extra_listeners.empty()) return {};
+  std::string value;
+  for (const KafkaBroker::Options::Listener& listener : options.extra_listeners) {
+    absl::StrAppend(&value, value.empty() ? "" : ",", listener.name, ":", listener.port, ":",
+                    listener.advertised_port);
+  }
+  return {absl::StrCat("FERRY_KAFKA_EXTRA_LISTENERS=", value)};
 }
 
 }  // namespace
@@ -172,7 +187,8 @@ absl::StatusOr<std::unique_ptr<KafkaBroker>> KafkaBroker::Start(const Options& o
     std::error_code error;
     const std::string absolute_dir = std::filesystem::absolute(*dir, error).string();
 
-    absl::StatusOr<pid_t> pid = Spawn(*script, absolute_dir, absolute_dir + "/run.log");
+    absl::StatusOr<pid_t> pid =
+        Spawn(*script, absolute_dir, absolute_dir + "/run.log", ListenerEnv(options));
     if (!pid.ok()) return pid.status();
     std::unique_ptr<KafkaBroker> broker(new KafkaBroker(*pid, absolute_dir, remove_dir, options));
     const absl::Status ready = broker->WaitUntilReady();

@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,6 +55,17 @@ class KafkaBroker {
     absl::Duration start_timeout = absl::Seconds(90);
     // Stop(): SIGTERM, then SIGKILL after this long.
     absl::Duration stop_grace = absl::Seconds(10);
+    // More PLAINTEXT listeners on 127.0.0.1 (FERRY_KAFKA_EXTRA_LISTENERS of
+    // the script): the broker listens on `port` and advertises
+    // `advertised_port` to clients that came through it, e.g. a proxy in
+    // front of `port`, so one client's path can be cut alone. bootstrap()
+    // stays the direct PLAINTEXT listener.
+    struct Listener {
+      std::string name;  // upper case, not PLAINTEXT or CONTROLLER
+      int port = 0;
+      int advertised_port = 0;
+    };
+    std::vector<Listener> extra_listeners;
   };
 
   // Starts a broker and returns once it answers metadata requests (retrying

@@ -80,6 +80,8 @@ struct RestartScenario {
   // stop has unfinished work to drain).
   int64_t stop_after_committed = 0;
   int64_t stop_with_buffered = 1;
+  // More `kafka:` properties (the group protocol).
+  std::vector<std::pair<std::string, std::string>> kafka;
 };
 
 struct RestartResult {
@@ -132,8 +134,9 @@ void RunRestart(const RestartScenario& s, const std::string& name, RestartResult
       StartWorker(absl::StrCat(name, "-run1"), s.worker_credit, 0, s.worker_flags);
   ASSERT_TRUE(worker1.ok()) << worker1.status();
   absl::StatusOr<Subprocess> ferry1 = StartFerry(
-      FerryConfig(bootstrap, group, s.topic, absl::StrCat("ipv4:127.0.0.1:", worker1->port),
-                  s.streams, s.extra_config, /*progress_interval=*/"100ms"),
+      FerryConfigWithKafka(bootstrap, group, s.topic,
+                           absl::StrCat("ipv4:127.0.0.1:", worker1->port), s.streams, s.kafka,
+                           s.extra_config, /*progress_interval=*/"100ms"),
       absl::StrCat("ferry-", name, "-run1"));
   ASSERT_TRUE(ferry1.ok()) << ferry1.status();
 
@@ -206,8 +209,9 @@ void RunRestart(const RestartScenario& s, const std::string& name, RestartResult
   absl::StatusOr<Worker> worker2 = StartWorker(absl::StrCat(name, "-run2"), 64);
   ASSERT_TRUE(worker2.ok()) << worker2.status();
   absl::StatusOr<Subprocess> ferry2 = StartFerry(
-      FerryConfig(bootstrap, group, s.topic, absl::StrCat("ipv4:127.0.0.1:", worker2->port),
-                  s.streams, s.extra_config, /*progress_interval=*/"500ms"),
+      FerryConfigWithKafka(bootstrap, group, s.topic,
+                           absl::StrCat("ipv4:127.0.0.1:", worker2->port), s.streams, s.kafka,
+                           s.extra_config, /*progress_interval=*/"500ms"),
       absl::StrCat("ferry-", name, "-run2"));
   ASSERT_TRUE(ferry2.ok()) << ferry2.status();
   absl::StatusOr<GroupProgress> done =
@@ -333,7 +337,18 @@ void Report(const std::string& name, const RestartResult& r) {
                                   static_cast<int>(r.unfinished_after_grace));
 }
 
-using RestartTest = RealKafkaTest;
+// Each scenario runs with both consumer group protocols: classic (the
+// default) and KIP-848's consumer (the broker assigns).
+class RestartTest : public RealKafkaTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  // The scenario's topic and name made unique per protocol, and the
+  // protocol's kafka properties.
+  void ForProtocol(RestartScenario* s, std::string* name) const {
+    s->topic = absl::StrCat(s->topic, "-", GetParam());
+    *name = absl::StrCat(*name, "-", GetParam());
+    s->kafka = {{"group.protocol", GetParam()}};
+  }
+};
 
 // The usual stop: the backlog is bounded by the buffer budget, and the
 // default 20 s grace is ample to drain it.
@@ -347,7 +362,7 @@ using RestartTest = RealKafkaTest;
 // the commit cannot pass the hole, so run 2 delivers them again
 // (at-least-once; checked exactly in RunRestart: duplicates ==
 // run 1's events at or above C1).
-TEST_F(RestartTest, SigtermDrainsCommitsAndRestartResumesFromCommittedOffsets) {
+TEST_P(RestartTest, SigtermDrainsCommitsAndRestartResumesFromCommittedOffsets) {
   constexpr int kBudget = 2000;
   RestartScenario s;
   s.topic = "restart-drain";
@@ -362,10 +377,12 @@ TEST_F(RestartTest, SigtermDrainsCommitsAndRestartResumesFromCommittedOffsets) {
                                 "\n  resume_fraction: 0.9\n");
   s.stop_after_committed = 4000;
   s.stop_with_buffered = 200;
+  std::string name = "drain";
+  ForProtocol(&s, &name);
   RestartResult r;
-  RunRestart(s, "drain", &r);
+  RunRestart(s, name, &r);
   if (HasFatalFailure()) return;
-  Report("drain", r);
+  Report(name, r);
   EXPECT_GE(r.buffered_at_signal, 200);
   EXPECT_LE(r.buffered_at_signal, kBudget + 1);
   EXPECT_EQ(r.unfinished_after_grace, 0) << "the drain must finish within the 20 s grace";
@@ -386,7 +403,7 @@ TEST_F(RestartTest, SigtermDrainsCommitsAndRestartResumesFromCommittedOffsets) {
 // run 2 are those a worker was running when ferry revoked the partitions:
 // at most one per partition, and no more than the unfinished events ferry
 // reported when the grace period ended.
-TEST_F(RestartTest, GraceExpiresAndUnfinishedEventsAreRedeliveredAfterRestart) {
+TEST_P(RestartTest, GraceExpiresAndUnfinishedEventsAreRedeliveredAfterRestart) {
   constexpr int kPartitions = 8;
   RestartScenario s;
   s.topic = "restart-grace";
@@ -397,14 +414,21 @@ TEST_F(RestartTest, GraceExpiresAndUnfinishedEventsAreRedeliveredAfterRestart) {
   s.worker_flags = {"--stall_rate=0.5", "--stall_ms=3000", "--handler_threads=8"};
   s.extra_config = "shutdown:\n  grace: 200ms\n";
   s.stop_after_committed = 16;
+  std::string name = "grace";
+  ForProtocol(&s, &name);
   RestartResult r;
-  RunRestart(s, "grace", &r);
+  RunRestart(s, name, &r);
   if (HasFatalFailure()) return;
-  Report("grace", r);
+  Report(name, r);
   EXPECT_GT(r.unfinished_after_grace, 0) << "the grace period was meant to expire";
   EXPECT_LT(r.stop_time, absl::Seconds(10));
   EXPECT_LE(r.duplicates, std::min<int64_t>(kPartitions, r.unfinished_after_grace));
 }
+
+INSTANTIATE_TEST_SUITE_P(GroupProtocols, RestartTest, ::testing::Values("classic", "consumer"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace ferry::testing

@@ -244,9 +244,11 @@ bool PollUntil(Predicate done, absl::Duration timeout) {
   return true;
 }
 
-using RolloutTest = RealKafkaTest;
+// Run with both consumer group protocols: classic (the example's, and
+// librdkafka's, default) and KIP-848's consumer (the broker assigns).
+class RolloutTest : public RealKafkaTest, public ::testing::WithParamInterface<std::string> {};
 
-TEST_F(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
+TEST_P(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
   const std::string bootstrap = BrokerEnvironment::broker()->bootstrap();
 
   // ---- The example's config and the pod's grace period. ----
@@ -257,6 +259,14 @@ TEST_F(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
   absl::Duration shutdown_grace;
   ASSERT_TRUE(absl::ParseDuration(config["shutdown"]["grace"].as<std::string>(), &shutdown_grace));
   ASSERT_EQ(config["kafka"]["client.id"].as<std::string>(), "${POD_NAME}");
+  // One group and topic per protocol (the broker is shared by both runs).
+  config["kafka"]["group.protocol"] = GetParam();
+  config["kafka"]["group.id"] =
+      absl::StrCat(config["kafka"]["group.id"].as<std::string>(), "-", GetParam());
+  config["topics"][0]["name"] =
+      absl::StrCat(config["topics"][0]["name"].as<std::string>(), "-", GetParam());
+  config["failures"]["dead_letter_topic"] =
+      absl::StrCat(config["failures"]["dead_letter_topic"].as<std::string>(), "-", GetParam());
   const std::string group = config["kafka"]["group.id"].as<std::string>();
   const std::string topic = config["topics"][0]["name"].as<std::string>();
   const std::string dead_letters = config["failures"]["dead_letter_topic"].as<std::string>();
@@ -276,7 +286,7 @@ TEST_F(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
   for (int i = 1; i <= kWorkers; ++i) {
     const std::string name = absl::StrCat("worker-", i);
     absl::StatusOr<Worker> worker =
-        StartWorker(absl::StrCat("rollout-", name), 64, 0,
+        StartWorker(absl::StrCat("rollout-", GetParam(), "-", name), 64, 0,
                     {absl::StrCat("--work_us=", kWorkUs),
                      absl::StrCat("--handler_threads=", kHandlerThreads)});
     ASSERT_TRUE(worker.ok()) << worker.status();
@@ -295,14 +305,14 @@ TEST_F(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
   config["log"]["progress_interval"] = "200ms";
   YAML::Emitter emitter;
   emitter << config;
-  const std::string config_path = TempPath("rollout-ferry.yaml");
+  const std::string config_path = TempPath(absl::StrCat("rollout-", GetParam(), "-ferry.yaml"));
   WriteFile(config_path, emitter.c_str());
 
   // A pod: ferry with POD_NAME from the downward API.
   auto start_replica = [&](const std::string& pod_name) {
     return Subprocess::Start({"/usr/bin/env", absl::StrCat("POD_NAME=", pod_name), "server/ferry",
                               absl::StrCat("--config=", config_path)},
-                             TempPath(absl::StrCat(pod_name, ".log")));
+                             TempPath(absl::StrCat(pod_name, "-", GetParam(), ".log")));
   };
   auto partitions_of = [](const Subprocess& ferry) {
     return LastProgressValue(ferry.Log(), "partitions");
@@ -472,6 +482,11 @@ TEST_F(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
   ::testing::Test::RecordProperty("stop_ms",
                                   static_cast<int>(absl::ToInt64Milliseconds(stop_time)));
 }
+
+INSTANTIATE_TEST_SUITE_P(GroupProtocols, RolloutTest, ::testing::Values("classic", "consumer"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace ferry::testing
