@@ -159,7 +159,8 @@ int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
     return partitions.count(TopicPartition{queued.event->topic(), queued.event->partition()}) > 0;
   };
   int64_t dropped = 0;
-  auto release_budget = [this, &dropped](const QueuedEvent& queued) {
+  auto release_budget = [this, &dropped](const QueuedEvent& queued)
+                            ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     --buffered_events_;
     buffered_bytes_ -= queued.bytes;
     ++dropped;
@@ -200,7 +201,11 @@ int64_t Engine::DropWorkLocked(const std::set<TopicPartition>& partitions) {
       [&partitions](const std::string& topic, int32_t partition) {
         return partitions.count(TopicPartition{topic, partition}) > 0;
       },
-      [&release_budget](QueuedEvent&& queued) { release_budget(queued); });
+      // Called by RemovePartitions, within this call: mu_ is held.
+      [this, &release_budget](QueuedEvent&& queued) {
+        mu_.AssertHeld();
+        release_budget(queued);
+      });
   for (auto it = retries_.begin(); it != retries_.end();) {
     if (is_dropped(it->second)) {
       if (it->second.lane >= 0) lanes_.RemoveInFlight(it->second.lane);
@@ -865,6 +870,9 @@ void Engine::OnTimer() {
     changed = true;
   }
   delayed_.PopDue(now, [this, now, &changed](QueuedEvent&& queued) {
+    // Called by PopDue, within this call: mu_ is held. (Through a template the
+    // analysis cannot carry a lambda's lock requirement; AssertHeld states it.)
+    mu_.AssertHeld();
     queued.queued_at = now;  // the enqueue time counts from when it was due
     EnqueueLocked(std::move(queued), /*front=*/false);
     changed = true;
@@ -1092,7 +1100,10 @@ void Engine::DispatchLocked() {
     // own (core/redelivery.h).
     DispatchQuarantinedLocked(static_cast<int>(processor), now);
     // Whether flow `flow` may have an event for this processor.
+    // has_work and take run inside scheduler_.Next, within this call: mu_ is
+    // held (AssertHeld states it where the analysis cannot follow a template).
     auto has_work = [this, processor](int flow) {
+      mu_.AssertHeld();
       const size_t queue = QueueIndex(static_cast<int>(processor), flow);
       return !ready_lanes_[queue].empty() || !unordered_[queue].empty();
     };
@@ -1102,6 +1113,7 @@ void Engine::DispatchLocked() {
     // The next event of flow `flow`: a ready lane's head, else the head of
     // its unordered queue.
     auto take = [this, processor](int flow) -> std::optional<QueuedEvent> {
+      mu_.AssertHeld();
       const size_t queue = QueueIndex(static_cast<int>(processor), flow);
       auto& ready = ready_lanes_[queue];
       while (!ready.empty()) {
@@ -1128,7 +1140,7 @@ void Engine::DispatchLocked() {
     // Streams of this processor with credit, starting after the one used
     // last so load spreads round-robin.
     const int64_t cap = processor_config.max_in_flight;
-    auto has_room = [this, cap](const StreamEntry& stream) {
+    auto has_room = [this, cap](const StreamEntry& stream) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stream.ready && stream.credit > 0 && stream.in_flight < cap && !stream.reserved &&
              !HoldsQuarantinedLocked(stream);
     };
@@ -1153,7 +1165,8 @@ void Engine::DispatchLocked() {
       EventsWire events;
     };
     std::vector<Batch> batches;
-    auto batch_for = [this, &batches](int64_t stream_id) -> Batch& {
+    auto batch_for = [this, &batches](int64_t stream_id)
+                         ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> Batch& {
       for (Batch& batch : batches) {
         if (batch.stream_id == stream_id) return batch;
       }
@@ -1162,7 +1175,7 @@ void Engine::DispatchLocked() {
       batches.back().stream = streams_[stream_id].stream;
       return batches.back();
     };
-    auto flush = [this](Batch& batch) {
+    auto flush = [this](Batch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (batch.events.count == 0) return;
       Outgoing out;
       out.stream_id = batch.stream_id;

@@ -343,6 +343,7 @@ std::vector<MetricFamily> ProcessCollector::Collect() const {
     double boot_time = 0;
     for (absl::string_view line : absl::StrSplit(ReadWholeFile("/proc/stat"), '\n')) {
       if (absl::ConsumePrefix(&line, "btime ")) {
+        // A malformed value leaves boot_time unspecified: no start time then.
         if (!absl::SimpleAtod(absl::StripAsciiWhitespace(line), &boot_time)) boot_time = 0;
       }
     }

@@ -170,6 +170,7 @@ class Faults {
     retry_rate_ = absl::GetFlag(FLAGS_retry_rate);
     stall_rate_ = absl::GetFlag(FLAGS_stall_rate);
     stall_ = absl::Milliseconds(absl::GetFlag(FLAGS_stall_ms));
+    absl::MutexLock lock(&mu_);
     random_.seed(absl::GetFlag(FLAGS_seed));
   }
   // nullopt: process normally. *throw_it: the handler should throw.
