@@ -17,7 +17,8 @@ CommitQueue::CommitQueue(rd_kafka_t* rk) : rk_(rk), queue_(rd_kafka_queue_new(rk
 
 CommitQueue::~CommitQueue() {
   FailAll(absl::CancelledError("the consumer stopped before the commit was answered"));
-  // Answers still on their way are destroyed with the queue, unserved.
+  // Answers still on their way are destroyed with the queue, unserved; their
+  // tickets go with tickets_.
   rd_kafka_queue_destroy(queue_);
 }
 
@@ -31,14 +32,15 @@ void CommitQueue::Send(const std::vector<CommitPosition>& positions, Done done) 
   }
   const uint64_t id = next_id_++;
   pending_.emplace(id, std::move(done));
-  // Freed by OnCommit; leaked (a few bytes) only if the answer never comes
-  // before the queue is destroyed.
-  auto* ticket = new Ticket{this, id};
+  // Kept until its answer is served (OnCommit), even after FailAll, since
+  // the answer still carries it; freed with the queue if it never comes.
+  Ticket* ticket = tickets_.emplace(id, std::make_unique<Ticket>(Ticket{this, id}))
+                       .first->second.get();
   const rd_kafka_resp_err_t err = rd_kafka_commit_queue(rk_, list, queue_, &OnCommit, ticket);
   rd_kafka_topic_partition_list_destroy(list);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     // Refused at once: no callback will come.
-    delete ticket;
+    tickets_.erase(id);
     Complete(id, KafkaErrorToStatus(static_cast<RdKafka::ErrorCode>(err), "commit"));
   }
 }
@@ -65,9 +67,10 @@ void CommitQueue::OnCommit(rd_kafka_t* /*rk*/, rd_kafka_resp_err_t err,
       }
     }
   }
-  ticket->queue->Complete(ticket->id,
-                          KafkaErrorToStatus(static_cast<RdKafka::ErrorCode>(err), "commit"));
-  delete ticket;
+  CommitQueue* queue = ticket->queue;
+  const uint64_t id = ticket->id;
+  queue->tickets_.erase(id);  // frees `ticket`
+  queue->Complete(id, KafkaErrorToStatus(static_cast<RdKafka::ErrorCode>(err), "commit"));
 }
 
 void CommitQueue::Complete(uint64_t id, const absl::Status& status) {

@@ -65,6 +65,8 @@ class CommitQueue {
   rd_kafka_queue_t* const queue_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Done> pending_;
+  // The opaque of every commit whose answer has not been served yet.
+  std::map<uint64_t, std::unique_ptr<Ticket>> tickets_;
 };
 
 }  // namespace ferry
