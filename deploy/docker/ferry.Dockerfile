@@ -13,7 +13,7 @@
 FROM debian:12 AS build
 WORKDIR /src
 COPY . .
-RUN tools/setup \
+RUN tools/setup --build-only \
  && bazel build --config=release --noshow_progress //server:ferry //clients/ferryctl:ferryctl \
  && install -D -m 0755 bazel-bin/server/ferry /out/ferry \
  && install -D -m 0755 bazel-bin/clients/ferryctl/ferryctl /out/ferryctl \

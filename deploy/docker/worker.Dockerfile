@@ -9,7 +9,7 @@
 FROM debian:12 AS build
 WORKDIR /src
 COPY . .
-RUN tools/setup \
+RUN tools/setup --build-only \
  && bazel build --config=release --noshow_progress //clients/cpp/examples:example_worker \
  && install -D -m 0755 bazel-bin/clients/cpp/examples/example_worker /out/example_worker \
  && bazel shutdown
