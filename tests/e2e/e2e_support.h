@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tests/e2e/subprocess.h"
 #include "tests/tools/kafka_admin.h"
@@ -117,6 +118,20 @@ std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port);
 // The last `max_chars` characters of a process's log, headed by its path
 // (for failure messages).
 std::string LogTail(const Subprocess& process, size_t max_chars = 6000);
+
+// Polls `done` every `every` until it holds (true) or `timeout` passes
+// (false). For state another process changes (logs, files, the broker),
+// which cannot signal this one.
+template <typename Predicate>
+bool PollUntil(Predicate done, absl::Duration timeout,
+               absl::Duration every = absl::Milliseconds(100)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(every);  // polling, bounded by `deadline`
+  }
+  return true;
+}
 
 }  // namespace ferry::testing
 

@@ -34,6 +34,9 @@
 namespace ferry::testing {
 namespace {
 
+// How often the tests poll state other processes change.
+constexpr absl::Duration kPoll = absl::Milliseconds(20);
+
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -198,17 +201,6 @@ class SimpleProcessor final : public v1::Processor::Service {
   std::set<std::pair<int32_t, int64_t>> handled_ ABSL_GUARDED_BY(mu_);
 };
 
-// Waits (polling, with a deadline) for `condition`.
-template <typename Condition>
-bool WaitFor(Condition condition, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!condition()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return true;
-}
-
 // Stops ferry (expecting a clean exit), the in-process `server` and the good
 // worker, then expects the good worker to have processed each of the
 // `events` events (by partition and offset).
@@ -254,7 +246,7 @@ TEST(HostileWorkerTest, GarbageAfterReadyResetsTheStreamAndCommitsOnlyProcessedW
   // Both kinds of garbage (a few bytes, 10 MB) were sent, each resetting a
   // stream that then reconnected.
   EXPECT_GE(garbage.garbage_sent(), 2);
-  EXPECT_TRUE(WaitFor([&garbage] { return garbage.streams() >= 3; }, absl::Seconds(30)))
+  EXPECT_TRUE(PollUntil([&garbage] { return garbage.streams() >= 3; }, absl::Seconds(30), kPoll))
       << garbage.streams() << "\n" << LogTail(*ferry);
   // Everything committed was processed by the good worker.
   ASSERT_NO_FATAL_FAILURE(StopAllAndExpectGoodWorkerProcessedAll(*ferry, *server, *good, kEvents));
@@ -351,8 +343,9 @@ TEST(HostileWorkerTest, HugeForgedWorkerNameIsBoundedInStatusAndLog) {
   ASSERT_TRUE(progress.ok()) << progress.status() << "\n" << LogTail(*ferry);
 
   int control_port = -1;
-  ASSERT_TRUE(WaitFor(
-      [&] { return (control_port = FerryHealthPort(ferry->Log())) > 0; }, absl::Seconds(30)));
+  ASSERT_TRUE(PollUntil(
+      [&] { return (control_port = FerryHealthPort(ferry->Log())) > 0; }, absl::Seconds(30),
+      kPoll));
   auto stub = v1::Control::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", control_port),
                                                        grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;

@@ -74,17 +74,6 @@ constexpr int kKeys = 1200;
 constexpr int kEvents = 36000;
 constexpr int kPerKey = kEvents / kKeys;
 
-// Polls `done` every 100 ms until it holds or `timeout` passes.
-template <typename Predicate>
-bool PollUntil(Predicate done, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(100));  // polling observable state
-  }
-  return true;
-}
-
 int64_t TotalCommitted(const std::string& bootstrap, const std::string& topic,
                        const std::string& group) {
   absl::StatusOr<GroupProgress> progress = test_tools::ReadGroupProgress(bootstrap, topic, group);

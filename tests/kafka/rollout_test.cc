@@ -234,16 +234,6 @@ int HealthPort(const std::string& log) {
   return -1;
 }
 
-template <typename Predicate>
-bool PollUntil(Predicate done, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(100));  // polling observable state
-  }
-  return true;
-}
-
 // Run with both consumer group protocols: classic (the example's, and
 // librdkafka's, default) and KIP-848's consumer (the broker assigns).
 class RolloutTest : public RealKafkaTest, public ::testing::WithParamInterface<std::string> {};

@@ -73,16 +73,6 @@ int64_t NowMonotonicNs() {
   return int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
 }
 
-template <typename Predicate>
-bool PollUntil(Predicate done, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(100));  // polling observable state
-  }
-  return true;
-}
-
 std::string ReplicaConfig(int port, const std::string& topic, const Worker& worker) {
   return FerryConfig(absl::StrCat("127.0.0.1:", port), "ferry-partition", topic,
                      absl::StrCat("127.0.0.1:", worker.port), /*streams=*/1,

@@ -51,16 +51,6 @@ constexpr int kBudget = 200;  // max_buffered_events: small, so fetching pauses 
 
 bool Large() { return std::getenv("FERRY_NETFAULTS_LARGE") != nullptr; }
 
-template <typename Predicate>
-bool PollUntil(Predicate done, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(100));  // polling observable state
-  }
-  return true;
-}
-
 int64_t CountOf(const std::string& log, const std::string& text) {
   int64_t count = 0;
   for (size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++count;

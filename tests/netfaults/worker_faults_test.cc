@@ -41,6 +41,9 @@
 namespace ferry::testing {
 namespace {
 
+// How often the tests poll state other processes change.
+constexpr absl::Duration kPoll = absl::Milliseconds(20);
+
 constexpr int kPartitions = 4;
 constexpr int kStreams = 4;
 constexpr int kCredit = 8;  // each worker's max_in_flight per stream
@@ -107,17 +110,6 @@ absl::Duration BlockerAge(const Subprocess& ferry) {
   return age;
 }
 
-// Polls `done` every 20 ms until it holds or `timeout` passes.
-template <typename Condition>
-bool WaitFor(Condition done, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!done()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(20));  // polling, bounded by `deadline`
-  }
-  return true;
-}
-
 class WorkerFaultsTest : public ::testing::Test {
  protected:
   // A mock cluster with `topic` and `topic`-dlq, `events` records produced,
@@ -167,13 +159,13 @@ class WorkerFaultsTest : public ::testing::Test {
         WaitAllCommitted(cluster_->bootstrap, topic_, absl::StrCat(topic_, "-group"), events,
                          ferry, absl::Seconds(180));
     ASSERT_TRUE(progress.ok()) << progress.status() << "\n" << LogTail(ferry);
-    EXPECT_TRUE(WaitFor(
+    EXPECT_TRUE(PollUntil(
         [&] {
           const std::string log = ferry.Log();
           return LastProgressValue(log, "in_flight") == 0 &&
                  LastProgressValue(log, "streams") == kStreams;
         },
-        absl::Seconds(30)))
+        absl::Seconds(30), kPoll))
         << "in flight or streams missing after all committed\n"
         << LogTail(ferry);
   }
@@ -222,15 +214,15 @@ TEST_F(WorkerFaultsTest, VanishedWorkerHostsEventsAreRedeliveredNotTimedOut) {
   absl::StatusOr<Subprocess> ferry = StartFerryFor(holder_port, survivor_port);
   ASSERT_TRUE(ferry.ok()) << ferry.status();
   const std::string starts_path = TempPath("starts-holder");
-  ASSERT_TRUE(WaitFor([&] { return ReadStarts(starts_path).size() >= kStreams * kCredit; },
-                      absl::Seconds(60)))
+  ASSERT_TRUE(PollUntil([&] { return ReadStarts(starts_path).size() >= kStreams * kCredit; },
+                        absl::Seconds(60), kPoll))
       << "the holder did not fill its credit\n"
       << LogTail(*ferry);
   ASSERT_TRUE(toxiproxy_->SetEnabled("survivor", true).ok());
   // The holder keeps them for a while (nothing flows on its streams but
   // pings), so ferry's keepalive must go on probing idle streams.
-  ASSERT_TRUE(WaitFor([&] { return BlockerAge(*ferry) >= 4 * kKeepaliveBound; },
-                      absl::Seconds(30)))
+  ASSERT_TRUE(PollUntil([&] { return BlockerAge(*ferry) >= 4 * kKeepaliveBound; },
+                        absl::Seconds(30), kPoll))
       << LogTail(*ferry);
 
   // The holder's host vanishes.
@@ -240,8 +232,8 @@ TEST_F(WorkerFaultsTest, VanishedWorkerHostsEventsAreRedeliveredNotTimedOut) {
   EXPECT_EQ(ends_before, 0) << LogTail(*ferry);
   const absl::Time vanished = absl::Now();
   ASSERT_TRUE(toxiproxy_->Blackhole("holder").ok());
-  ASSERT_TRUE(WaitFor([&] { return StreamEnds(*ferry) >= ends_before + kStreams; },
-                      kKeepaliveBound + kSlack + absl::Seconds(30)))
+  ASSERT_TRUE(PollUntil([&] { return StreamEnds(*ferry) >= ends_before + kStreams; },
+                        kKeepaliveBound + kSlack + absl::Seconds(30), kPoll))
       << LogTail(*ferry);
   const absl::Duration noticed = absl::Now() - vanished;
   std::cout << "vanished worker: ferry noticed after " << absl::FormatDuration(noticed)
@@ -293,13 +285,13 @@ TEST_F(WorkerFaultsTest, TimeoutNotAboveTheKeepaliveBoundIsWarnedAtStartup) {
   ASSERT_TRUE(unreachable.ok());
   absl::StatusOr<Subprocess> ferry = StartFerryFor(*unreachable, *unreachable, "2s");
   ASSERT_TRUE(ferry.ok()) << ferry.status();
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(PollUntil(
       [&] {
         return absl::StrContains(ferry->Log(),
                                  "WARN workers: processor default: timeout 2s is not above the "
                                  "keepalive bound 2s");
       },
-      absl::Seconds(30)))
+      absl::Seconds(30), kPoll))
       << LogTail(*ferry);
   EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0) << LogTail(*ferry);
 }
@@ -325,21 +317,21 @@ TEST_F(WorkerFaultsTest, PartitionedWorkerComesBackWithoutDoubleCreditOrStuckPar
   ASSERT_TRUE(toxiproxy_->SetEnabled("b", false).ok());  // every stream opens to a
   absl::StatusOr<Subprocess> ferry = StartFerryFor(port_a, port_b);
   ASSERT_TRUE(ferry.ok()) << ferry.status();
-  ASSERT_TRUE(WaitFor([&] { return !ReadStarts(TempPath("starts-a")).empty(); },
-                      absl::Seconds(60)))
+  ASSERT_TRUE(PollUntil([&] { return !ReadStarts(TempPath("starts-a")).empty(); },
+                        absl::Seconds(60), kPoll))
       << LogTail(*ferry);
   ASSERT_TRUE(toxiproxy_->SetEnabled("b", true).ok());
 
   // a is partitioned: its streams go and b takes over; then a comes back.
   int ends = StreamEnds(*ferry);
   ASSERT_TRUE(toxiproxy_->Blackhole("a").ok());
-  ASSERT_TRUE(WaitFor([&] { return StreamEnds(*ferry) >= ends + kStreams; },
-                      kKeepaliveBound + kSlack))
+  ASSERT_TRUE(PollUntil([&] { return StreamEnds(*ferry) >= ends + kStreams; },
+                        kKeepaliveBound + kSlack, kPoll))
       << "a's streams did not end within the keepalive bound\n"
       << LogTail(*ferry);
   const size_t b_before = ReadStarts(TempPath("starts-b")).size();
-  ASSERT_TRUE(WaitFor([&] { return ReadStarts(TempPath("starts-b")).size() > b_before; },
-                      absl::Seconds(30)))
+  ASSERT_TRUE(PollUntil([&] { return ReadStarts(TempPath("starts-b")).size() > b_before; },
+                        absl::Seconds(30), kPoll))
       << "b did not take over\n"
       << LogTail(*ferry);
   ASSERT_TRUE(toxiproxy_->Heal("a").ok());
@@ -350,11 +342,11 @@ TEST_F(WorkerFaultsTest, PartitionedWorkerComesBackWithoutDoubleCreditOrStuckPar
   ends = StreamEnds(*ferry);
   const size_t a_before = ReadStarts(TempPath("starts-a")).size();
   ASSERT_TRUE(toxiproxy_->Blackhole("b").ok());
-  ASSERT_TRUE(WaitFor([&] { return StreamEnds(*ferry) > ends; }, kKeepaliveBound + kSlack))
+  ASSERT_TRUE(PollUntil([&] { return StreamEnds(*ferry) > ends; }, kKeepaliveBound + kSlack, kPoll))
       << "b's streams did not end within the keepalive bound\n"
       << LogTail(*ferry);
-  ASSERT_TRUE(WaitFor([&] { return ReadStarts(TempPath("starts-a")).size() > a_before; },
-                      absl::Seconds(60)))
+  ASSERT_TRUE(PollUntil([&] { return ReadStarts(TempPath("starts-a")).size() > a_before; },
+                        absl::Seconds(60), kPoll))
       << "ferry did not reconnect to a after it came back\n"
       << LogTail(*ferry);
   ASSERT_TRUE(toxiproxy_->Heal("b").ok());
