@@ -654,9 +654,11 @@ absl::Status Worker::Start(const std::string& listen_address) {
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error
     // ferry pings every processors[].keepalive.interval (at least 1 s) to
     // notice a vanished worker; gRPC's default (5 min between pings on an idle
-    // stream) would answer that with GOAWAY too_many_pings.
+    // stream) would answer that with GOAWAY too_many_pings. Half of ferry's
+    // 1 s floor: the server times the gap between arrivals, which can be a
+    // little under the interval, and three early pings on an idle stream end it.
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (!server) {
       return absl::UnavailableError(absl::StrFormat(

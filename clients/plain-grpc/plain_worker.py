@@ -377,7 +377,7 @@ def main(argv=None) -> int:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=64),
                          options=[("grpc.so_reuseport", 0),
                                   ("grpc.keepalive_permit_without_calls", 1),
-                                  ("grpc.http2.min_ping_interval_without_data_ms", 1000)])
+                                  ("grpc.http2.min_ping_interval_without_data_ms", 500)])
     pb_grpc.add_ProcessorServicer_to_server(worker, server)
     try:
         port = server.add_insecure_port(args.listen)

@@ -286,7 +286,7 @@ std::unique_ptr<grpc::Server> Serve(grpc::Service* service, int* port) {
   // What README asks of plain-gRPC workers: permit ferry's keepalive pings on
   // idle streams (gRPC's default answers them with GOAWAY too_many_pings).
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   return builder.BuildAndStart();
 }
 

@@ -162,9 +162,11 @@ func NewWorker(h Handler, opts Options) *Worker {
 		grpc.MaxRecvMsgSize(math.MaxInt32), // ferry bounds its batches by its own byte budget
 		// ferry pings every processors[].keepalive.interval (at least 1s) to
 		// notice a vanished worker; grpc-go's default (5 min) would answer
-		// with GOAWAY too_many_pings.
+		// with GOAWAY too_many_pings. Half of ferry's 1s floor: the server
+		// times the gap between arrivals, which can be a little under the
+		// interval, and three early pings on an idle stream end it.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{
-			MinTime:             time.Second,
+			MinTime:             500 * time.Millisecond,
 			PermitWithoutStream: true,
 		}),
 	}

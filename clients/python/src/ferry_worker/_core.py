@@ -459,9 +459,10 @@ class _Core:
                 ("grpc.so_reuseport", 0),  # a taken port is an error
                 # ferry pings every processors[].keepalive.interval (at least
                 # 1 s) to notice a vanished worker; gRPC's default (5 min on an
-                # idle stream) would answer with GOAWAY too_many_pings.
+                # idle stream) would answer with GOAWAY too_many_pings. Half
+                # of ferry's 1 s floor: pings may arrive a little early.
                 ("grpc.keepalive_permit_without_calls", 1),
-                ("grpc.http2.min_ping_interval_without_data_ms", 1000),
+                ("grpc.http2.min_ping_interval_without_data_ms", 500),
             ]
         )
         pb_grpc.add_ProcessorServicer_to_server(_Servicer(self), server)
