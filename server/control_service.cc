@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "core/log.h"
+#include "core/common/log.h"
 
 namespace ferry {
 namespace {

@@ -3,7 +3,7 @@
 //
 // It validates every request against the configuration and the topics'
 // metadata, turns Pause/Resume/ResetOffsets/SkipOffset into records of the
-// group's control topic (core/control_log.h) and waits for them to be read
+// group's control topic (core/control/control_log.h) and waits for them to be read
 // or applied; GetStatus answers from this replica's engine and consumer.
 // absl::Status becomes grpc::Status here and nowhere else.
 //
@@ -20,10 +20,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/config.h"
-#include "core/control_log.h"
-#include "core/engine.h"
-#include "core/kafka_consumer.h"
+#include "core/config/config.h"
+#include "core/control/control_log.h"
+#include "core/engine/engine.h"
+#include "core/kafka/consumer.h"
 #include "ferry/v1/control.grpc.pb.h"
 
 namespace ferry {

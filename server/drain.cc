@@ -1,7 +1,7 @@
 #include "server/drain.h"
 
 #include "absl/time/clock.h"
-#include "core/log.h"
+#include "core/common/log.h"
 
 namespace ferry {
 

@@ -13,8 +13,8 @@
 #include <functional>
 
 #include "absl/time/time.h"
-#include "core/engine.h"
-#include "core/kafka_consumer.h"
+#include "core/engine/engine.h"
+#include "core/kafka/consumer.h"
 
 namespace ferry {
 

@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "core/group_protocol.h"
-#include "core/log.h"
+#include "core/config/group_protocol.h"
+#include "core/common/log.h"
 
 namespace ferry {
 

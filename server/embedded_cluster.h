@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/config.h"
+#include "core/config/config.h"
 
 struct rd_kafka_s;
 struct rd_kafka_mock_cluster_s;

@@ -3,7 +3,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
-#include "core/log.h"
+#include "core/common/log.h"
 #include "grpc/health/v1/health.pb.h"
 
 namespace ferry {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "core/log.h"
+#include "core/common/log.h"
 
 namespace ferry {
 

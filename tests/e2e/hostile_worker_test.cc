@@ -7,7 +7,7 @@
 //     good worker did not process;
 //   * a worker whose stream dies whenever it receives one particular event:
 //     that event takes the failure policy after a bounded number of
-//     redeliveries (core/redelivery.h) and everything else is processed;
+//     redeliveries (core/engine/redelivery.h) and everything else is processed;
 //   * a worker named with 10 MB and a forged log line: GetStatus still works
 //     and shows a bounded name, and the log holds no forged line.
 #include <grpcpp/grpcpp.h>

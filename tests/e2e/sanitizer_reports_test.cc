@@ -15,8 +15,8 @@ constexpr char kTsanLog[] =
     "==================\n"
     "WARNING: ThreadSanitizer: data race (pid=4242)\n"
     "  Write of size 8 at 0x7b0c00000010 by thread T3:\n"
-    "    #0 ferry::Engine::Flush() core/engine.cc:100 (libcore_Slibengine.so+0x1)\n"
-    "SUMMARY: ThreadSanitizer: data race core/engine.cc:100 in ferry::Engine::Flush()\n";
+    "    #0 ferry::Engine::Flush() core/engine/engine.cc:100 (libcore_Slibengine.so+0x1)\n"
+    "SUMMARY: ThreadSanitizer: data race core/engine/engine.cc:100 in ferry::Engine::Flush()\n";
 
 std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -33,7 +33,7 @@ TEST(FindSanitizerReportTest, FindsEachRuntimesHeadline) {
   EXPECT_EQ(FindSanitizerReport(log), log.substr(log.find("WARNING")));
   EXPECT_NE(FindSanitizerReport("==1==ERROR: AddressSanitizer: heap-use-after-free on\n"), "");
   EXPECT_NE(FindSanitizerReport("==1==ERROR: LeakSanitizer: detected memory leaks\n"), "");
-  EXPECT_NE(FindSanitizerReport("core/lanes.cc:12:5: runtime error: signed integer overflow\n"),
+  EXPECT_NE(FindSanitizerReport("core/engine/lanes.cc:12:5: runtime error: signed integer overflow\n"),
             "");
 }
 

@@ -202,7 +202,7 @@ TEST_F(TlsTest, MtlsWithoutClientCertificateDeliversNothingAndLosesNothing) {
   // time: wait until ferry holds every event (consumed them all) and logged
   // the connection error, and then until the worker refused two more of
   // ferry's handshakes. Each attempt is a full chance to deliver; ferry's
-  // reconnect backoff is at most 5 s (server/worker_pool.cc), so the two come
+  // reconnect backoff is at most 5 s (server/workers/worker_pool.cc), so the two come
   // within about 10 s. The refusals are counted from the worker's gRPC log.
   const std::string refusal = "peer did not return a certificate";
   const std::string connection_error = absl::StrCat("cannot connect to ", target);

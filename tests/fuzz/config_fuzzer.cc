@@ -1,4 +1,4 @@
-// Fuzz target: the config parser (core/config.h ParseConfig) on arbitrary
+// Fuzz target: the config parser (core/config/config.h ParseConfig) on arbitrary
 // YAML text. It must never crash, hang or throw: an error is a fine answer.
 // An accepted config must also be one the rest of ferry can start from (the
 // checks below are what the engine and the pool rely on).
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "core/config.h"
+#include "core/config/config.h"
 
 namespace {
 

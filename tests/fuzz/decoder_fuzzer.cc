@@ -1,4 +1,4 @@
-// Fuzz target: the decoder (core/decoder.h) on records with arbitrary keys,
+// Fuzz target: the decoder (core/kafka/decoder.h) on records with arbitrary keys,
 // headers, payloads (JSON or not) and a decode config derived from the input.
 //
 // Properties checked on every input:
@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/config.h"
-#include "core/decoder.h"
-#include "core/record.h"
+#include "core/config/config.h"
+#include "core/kafka/decoder.h"
+#include "core/kafka/record.h"
 #include "ferry/v1/processor.pb.h"
 #include "tests/fuzz/utf8.h"
 

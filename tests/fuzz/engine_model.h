@@ -39,8 +39,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/config.h"
-#include "core/engine.h"
+#include "core/config/config.h"
+#include "core/engine/engine.h"
 #include "ferry/v1/processor.pb.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_worker_stream.h"
@@ -92,7 +92,7 @@ class EngineModel {
   // (none: credit only).
   absl::Status Answer(int stream, int pick, v1::Result::Status status, uint32_t credit,
                       uint32_t retry_after_ms);
-  // One message, applied as server/worker_pool.cc applies it.
+  // One message, applied as server/workers/worker_pool.cc applies it.
   absl::Status Respond(int stream, const v1::ProcessResponse& response);
   // Bytes from the worker: parsed as a ProcessResponse; bytes that do not
   // parse are a protocol error (Engine::OnProtocolError) and the stream is
@@ -131,7 +131,7 @@ class EngineModel {
     uint64_t latest = 0;  // delivery id of its last dispatch (0: never)
     bool skipped = false;
     // Lost streams it was in flight on: past kMaxRedeliveries the engine may
-    // fail it instead of redelivering (core/redelivery.h).
+    // fail it instead of redelivering (core/engine/redelivery.h).
     int losses = 0;
   };
   struct PartitionModel {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/redelivery.h"
-#include "core/worker_text.h"
+#include "core/engine/redelivery.h"
+#include "core/common/worker_text.h"
 #include "tests/fuzz/utf8.h"
 #include "tests/fuzz/engine_model.h"
 
@@ -74,7 +74,7 @@ absl::Status EngineModel::WorkerBytes(int stream, const std::string& bytes) {
   if (model == nullptr) return absl::OkStatus();
   v1::ProcessResponse response;
   if (response.ParseFromString(bytes)) return RespondTo(*model, response);
-  // As server/worker_pool.cc: a protocol error, then the stream is reset.
+  // As server/workers/worker_pool.cc: a protocol error, then the stream is reset.
   engine_->OnProtocolError(model->engine_id, "unparsable");
   if (std::find(reset_requests_.begin(), reset_requests_.end(), model->fake.get()) ==
       reset_requests_.end()) {

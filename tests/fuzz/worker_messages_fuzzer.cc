@@ -3,7 +3,7 @@
 // retry_after; bytes that do not parse) from several worker streams, mixed
 // with submits, stream losses, revokes, resets, skips, commits and timer
 // ticks, against a real Engine with fake streams (EngineModel applies each
-// message as server/worker_pool.cc does). After every step the model's
+// message as server/workers/worker_pool.cc does). After every step the model's
 // properties must hold (no crash, a consistent snapshot, nothing committed
 // that was not finished, order, credit), and a final drain must lose nothing.
 #include <fuzzer/FuzzedDataProvider.h>

@@ -1,5 +1,5 @@
-// Shared set-up for the config unit tests (core/config_test.cc,
-// core/config_load_test.cc, core/config_files_test.cc): the minimal valid
+// Shared set-up for the config unit tests (core/config/config_test.cc,
+// core/config/config_load_test.cc, core/config/config_files_test.cc): the minimal valid
 // config text and files written under the test's temporary directory. One
 // copy here instead of one per test file.
 //

@@ -1,5 +1,5 @@
-// Shared set-up for the Decoder's unit tests (core/decoder_test.cc,
-// core/decoder_utf8_test.cc): a TopicConfig naming where key and type come
+// Shared set-up for the Decoder's unit tests (core/kafka/decoder_test.cc,
+// core/kafka/decoder_utf8_test.cc): a TopicConfig naming where key and type come
 // from, and a Decoder built from such topics. One copy here instead of one per
 // test file; the records each test decodes stay in the test file.
 //
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/decoder.h"
+#include "core/config/config.h"
+#include "core/kafka/decoder.h"
 
 namespace ferry::testing {
 

@@ -1,5 +1,5 @@
 // Shared set-up for the engine's unit tests (core/engine_*_test.cc,
-// core/committer_test.cc): the base test Config, Events and Results built by
+// core/engine/committer_test.cc): the base test Config, Events and Results built by
 // hand, and small queries on an Engine. One copy here instead of one per test
 // file; a test that needs a different config changes the fields it cares about
 // on the returned Config, in the test file, where the reader sees it.
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/engine.h"
-#include "core/worker_stream.h"
+#include "core/config/config.h"
+#include "core/engine/engine.h"
+#include "core/engine/worker_stream.h"
 #include "ferry/v1/processor.pb.h"
 
 namespace ferry::testing {

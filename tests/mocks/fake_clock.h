@@ -5,7 +5,7 @@
 #define FERRY_TESTS_MOCKS_FAKE_CLOCK_H_
 
 #include "absl/synchronization/mutex.h"
-#include "core/clock.h"
+#include "core/common/clock.h"
 
 namespace ferry::testing {
 

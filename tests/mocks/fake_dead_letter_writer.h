@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/dead_letter.h"
+#include "core/engine/dead_letter.h"
 
 namespace ferry::testing {
 

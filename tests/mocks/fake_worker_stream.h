@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/worker_stream.h"
+#include "core/engine/worker_stream.h"
 #include "gtest/gtest.h"
 
 namespace ferry::testing {

@@ -1,5 +1,5 @@
 // A librdkafka in-process mock cluster for unit tests that need a Kafka broker
-// (core/control_log_test.cc, core/kafka_dead_letter_writer_test.cc): one
+// (core/control/control_log_test.cc, core/kafka/dead_letter_writer_test.cc): one
 // broker, hosted on a throwaway producer handle, torn down with the fixture.
 // One copy here instead of one per test file.
 //

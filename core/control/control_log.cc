@@ -1,0 +1,565 @@
+#include "core/control/control_log.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "core/common/kafka_status.h"
+#include "core/common/log.h"
+
+namespace ferry {
+namespace {
+
+using v1::internal::CommandResult;
+using v1::internal::ControlLogRecord;
+using v1::internal::PauseChange;
+
+int TimeoutMs(absl::Duration timeout) {
+  return static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, 1 << 30));
+}
+
+// One produce's outcome, shared by Append (which may give up waiting) and
+// the delivery callback (which may come later).
+struct Delivery {
+  absl::Notification done;
+  RdKafka::ErrorCode error = RdKafka::ERR_NO_ERROR;
+  int64_t offset = -1;
+};
+
+class DeliveryHandler final : public RdKafka::DeliveryReportCb {
+ public:
+  void dr_cb(RdKafka::Message& message) override {
+    auto* delivery = static_cast<std::shared_ptr<Delivery>*>(message.msg_opaque());
+    if (delivery == nullptr) return;
+    (*delivery)->error = message.err();
+    (*delivery)->offset = message.offset();
+    (*delivery)->done.Notify();
+    delete delivery;
+  }
+};
+
+DeliveryHandler& SharedDeliveryHandler() {
+  static DeliveryHandler* handler = new DeliveryHandler();
+  return *handler;
+}
+
+bool Matches(const PauseChange& change, const TopicPartition& tp) {
+  if (change.all()) return true;
+  if (change.topic() != tp.topic) return false;
+  if (change.partitions().empty()) return true;
+  return std::find(change.partitions().begin(), change.partitions().end(), tp.partition) !=
+         change.partitions().end();
+}
+
+std::string Describe(const PauseChange& change) {
+  std::string scope = change.all() ? "all" : change.topic();
+  if (!change.all() && !change.partitions().empty()) {
+    absl::StrAppend(&scope, "/", absl::StrJoin(change.partitions(), ","));
+  }
+  return absl::StrCat(change.paused() ? "pause " : "resume ", scope);
+}
+
+}  // namespace
+
+ControlLog::ControlLog(std::string topic, std::string replica)
+    : topic_(std::move(topic)), replica_(std::move(replica)) {}
+
+absl::StatusOr<std::unique_ptr<ControlLog>> ControlLog::Create(const Config& config,
+                                                               std::string replica) {
+  auto self = std::unique_ptr<ControlLog>(new ControlLog(config.control_topic, std::move(replica)));
+  std::string error;
+  auto make_conf = [&](bool producer) -> absl::StatusOr<std::unique_ptr<RdKafka::Conf>> {
+    std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    std::map<std::string, std::string> properties;
+    for (const auto& [name, value] : config.kafka) {
+      if (producer && IsConsumerOnlyProperty(name)) continue;
+      if (!producer && (name == "group.id" || name == "group.instance.id" ||
+                        name == "partition.assignment.strategy")) {
+        continue;  // the reader is no group member
+      }
+      properties[name] = value;
+    }
+    if (producer) {
+      // A command is acknowledged only when every in-sync replica has it.
+      properties["acks"] = "all";
+      properties["enable.idempotence"] = "true";
+      properties["linger.ms"] = "0";
+    } else {
+      properties["enable.partition.eof"] = "true";
+      properties["enable.auto.commit"] = "false";
+      properties["enable.auto.offset.store"] = "false";
+      properties["fetch.wait.max.ms"] = "50";
+    }
+    for (const auto& [name, value] : properties) {
+      absl::Status set = KafkaConfResultToStatus(
+          conf->set(name, value, error), error,
+          absl::StrCat("kafka.", name, " (control-topic client)"), value);
+      if (!set.ok()) return set;
+    }
+    if (producer && conf->set("dr_cb", &SharedDeliveryHandler(), error) != RdKafka::Conf::CONF_OK) {
+      return absl::InternalError(error);
+    }
+    return conf;
+  };
+  absl::StatusOr<std::unique_ptr<RdKafka::Conf>> producer_conf = make_conf(true);
+  if (!producer_conf.ok()) return producer_conf.status();
+  self->producer_.reset(RdKafka::Producer::create(producer_conf->get(), error));
+  if (self->producer_ == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("control topic producer: ", error));
+  }
+  absl::StatusOr<std::unique_ptr<RdKafka::Conf>> reader_conf = make_conf(false);
+  if (!reader_conf.ok()) return reader_conf.status();
+  self->reader_.reset(RdKafka::Consumer::create(reader_conf->get(), error));
+  if (self->reader_ == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("control topic reader: ", error));
+  }
+  self->reader_topic_.reset(
+      RdKafka::Topic::create(self->reader_.get(), self->topic_, nullptr, error));
+  if (self->reader_topic_ == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("control topic ", self->topic_, ": ", error));
+  }
+  return self;
+}
+
+ControlLog::~ControlLog() { Stop(); }
+
+absl::Status ControlLog::EnsureTopic() {
+  // Look first, listing all topics: asking for this one by name would let
+  // the broker auto-create it with its defaults.
+  {
+    RdKafka::Metadata* raw = nullptr;
+    const RdKafka::ErrorCode err =
+        producer_->metadata(/*all_topics=*/true, nullptr, &raw, 10000);
+    std::unique_ptr<RdKafka::Metadata> metadata(raw);
+    if (err != RdKafka::ERR_NO_ERROR) {
+      return KafkaErrorToStatus(err, "listing topics to find the control topic");
+    }
+    for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
+      if (t->topic() == topic_ && t->err() == RdKafka::ERR_NO_ERROR) return absl::OkStatus();
+    }
+    // CreateTopics goes to the controller. librdkafka's mock cluster (the
+    // embedded default, tests) names a controller that is none of its
+    // brokers and would leave the request waiting for its whole timeout.
+    const int32_t controller = rd_kafka_controllerid(producer_->c_ptr(), 5000);
+    bool controller_known = false;
+    for (const RdKafka::BrokerMetadata* broker : *metadata->brokers()) {
+      controller_known = controller_known || broker->id() == controller;
+    }
+    if (!controller_known) {
+      return AutoCreateTopic(absl::StrCat("no controller among the brokers (id ", controller, ")"));
+    }
+  }
+  rd_kafka_t* rk = producer_->c_ptr();
+  char errstr[512] = {0};
+  // One partition keeps one order of commands; replication by the broker's
+  // default. No retention limit: the log is the pause state.
+  rd_kafka_NewTopic_t* new_topic =
+      rd_kafka_NewTopic_new(topic_.c_str(), 1, -1, errstr, sizeof(errstr));
+  if (new_topic == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("control topic ", topic_, ": ", errstr));
+  }
+  rd_kafka_NewTopic_set_config(new_topic, "retention.ms", "-1");
+  rd_kafka_NewTopic_set_config(new_topic, "cleanup.policy", "delete");
+  rd_kafka_AdminOptions_t* options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+  rd_kafka_AdminOptions_set_request_timeout(options, 10000, errstr, sizeof(errstr));
+  rd_kafka_AdminOptions_set_operation_timeout(options, 10000, errstr, sizeof(errstr));
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &new_topic, 1, options, queue);
+  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 20000);
+  absl::Status status = absl::OkStatus();
+  if (event == nullptr) {
+    status = absl::UnavailableError(
+        absl::StrCat("creating control topic ", topic_, ": no answer from Kafka in 20s"));
+  } else if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    status = KafkaErrorToStatus(static_cast<RdKafka::ErrorCode>(rd_kafka_event_error(event)),
+                                absl::StrCat("creating control topic ", topic_, ": ",
+                                             rd_kafka_event_error_string(event)));
+  } else if (const rd_kafka_CreateTopics_result_t* result =
+                 rd_kafka_event_CreateTopics_result(event);
+             result != nullptr) {
+    size_t count = 0;
+    const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(result, &count);
+    for (size_t i = 0; i < count; ++i) {
+      const rd_kafka_resp_err_t err = rd_kafka_topic_result_error(topics[i]);
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+        continue;
+      }
+      const char* message = rd_kafka_topic_result_error_string(topics[i]);
+      status = KafkaErrorToStatus(
+          static_cast<RdKafka::ErrorCode>(err),
+          absl::StrCat("creating control topic ", topic_, ": ", message ? message : "",
+                       " (create it with one partition, or set control.topic to one that "
+                       "exists)"));
+    }
+  }
+  if (event != nullptr) rd_kafka_event_destroy(event);
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_AdminOptions_destroy(options);
+  rd_kafka_NewTopic_destroy(new_topic);
+  if (!status.ok()) return AutoCreateTopic(std::string(status.message()));
+  return status;
+}
+
+absl::Status ControlLog::AutoCreateTopic(const std::string& why) {
+  // No CreateTopics (librdkafka's mock cluster has no controller, or the
+  // principal may not create topics): asking for the topic by name lets a
+  // broker that allows it auto-create the topic with its defaults. Only
+  // partition 0 is used, so more partitions do no harm.
+  absl::StatusOr<int32_t> partitions = PartitionCount(topic_, absl::Seconds(10));
+  for (int attempt = 0; attempt < 20 && !partitions.ok(); ++attempt) {
+    absl::SleepFor(absl::Milliseconds(100));  // auto-creation takes a moment
+    partitions = PartitionCount(topic_, absl::Seconds(10));
+  }
+  if (!partitions.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot create control topic ", topic_, " (", why, ") nor have it auto-created (",
+        partitions.status().message(),
+        "); create it with one partition and retention.ms=-1, or set control.topic"));
+  }
+  LogWarn("control", "control topic ", topic_, " was auto-created with the broker's defaults (",
+          why, "); on a real cluster create it with one partition and retention.ms=-1 so "
+          "pauses are kept");
+  return absl::OkStatus();
+}
+
+absl::Status ControlLog::Start() {
+  started_ = true;
+  thread_ = std::thread([this] { ReadLoop(); });
+  return absl::OkStatus();
+}
+
+bool ControlLog::OpenForReading() {
+  absl::Status created = EnsureTopic();
+  RdKafka::ErrorCode err = RdKafka::ERR_NO_ERROR;
+  if (created.ok()) {
+    err = reader_->start(reader_topic_.get(), 0, RdKafka::Topic::OFFSET_BEGINNING);
+    if (err == RdKafka::ERR_NO_ERROR) {
+      reading_ = true;
+      LogInfo("control", "reading control topic ", topic_, " as ", replica_);
+      return true;
+    }
+    created = KafkaErrorToStatus(err, absl::StrCat("reading control topic ", topic_));
+  }
+  LogWarn("control", "control topic not available yet (", created.ToString(),
+          "); operator commands wait for it; retrying");
+  return false;
+}
+void ControlLog::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (reading_) reader_->stop(reader_topic_.get(), 0);
+  if (producer_ != nullptr) producer_->flush(2000);
+}
+
+void ControlLog::ReadLoop() {
+  int64_t last_error_log = 0;
+  // Kafka may not be reachable yet: keep trying (every 2 s) rather than keep
+  // ferry from starting.
+  while (!stop_.load() && !OpenForReading()) {
+    for (int i = 0; i < 20 && !stop_.load(); ++i) {
+      absl::SleepFor(absl::Milliseconds(100));  // retry pacing, stoppable
+    }
+  }
+  while (!stop_.load()) {
+    std::unique_ptr<RdKafka::Message> message(reader_->consume(reader_topic_.get(), 0, 100));
+    if (message == nullptr) continue;
+    switch (message->err()) {
+      case RdKafka::ERR_NO_ERROR: {
+        ControlLogRecord record;
+        absl::MutexLock lock(&mu_);
+        if (record.ParseFromArray(message->payload(), static_cast<int>(message->len()))) {
+          Apply(message->offset(), record);
+        } else {
+          LogWarn("control", "ignoring unreadable record at ", topic_, "@", message->offset(),
+                  " (not written by ferry?)");
+        }
+        read_position_ = std::max(read_position_, message->offset() + 1);
+        break;
+      }
+      case RdKafka::ERR__PARTITION_EOF: {
+        absl::MutexLock lock(&mu_);
+        read_position_ = std::max(read_position_, message->offset());
+        break;
+      }
+      case RdKafka::ERR__TIMED_OUT:
+        break;
+      default: {
+        const int64_t now = absl::ToUnixSeconds(absl::Now());
+        if (now - last_error_log >= 10) {
+          last_error_log = now;
+          LogWarn("control", "reading control topic ", topic_, ": ", message->errstr());
+        }
+        break;
+      }
+    }
+  }
+}
+
+void ControlLog::Apply(int64_t offset, const ControlLogRecord& record) {
+  (void)offset;
+  switch (record.body_case()) {
+    case ControlLogRecord::kPause:
+      // A change for every partition overrides all before it.
+      if (record.pause().all()) pause_changes_.clear();
+      pause_changes_.push_back(record.pause());
+      if (record.pause().ack_until_ms() > 0) pause_acks_[record.command_id()] = record.pause();
+      break;
+    case ControlLogRecord::kReset:
+      resets_[record.command_id()].targets.assign(record.reset().targets().begin(),
+                                                  record.reset().targets().end());
+      break;
+    case ControlLogRecord::kSkip:
+      skips_[record.command_id()].skip = record.skip();
+      break;
+    case ControlLogRecord::kResult: {
+      const CommandResult& result = record.result();
+      results_[result.command_id()].push_back({result, record.issued_by()});
+      answered_.insert({result.command_id(), TopicPartition{result.topic(), result.partition()}});
+      break;
+    }
+    case ControlLogRecord::BODY_NOT_SET:
+      LogWarn("control", "ignoring a control record of an unknown kind (from a newer ferry?)");
+      return;
+  }
+  ++generation_;
+}
+
+absl::StatusOr<int32_t> ControlLog::PartitionCount(const std::string& topic,
+                                                   absl::Duration timeout) {
+  std::string error;
+  std::unique_ptr<RdKafka::Topic> handle(
+      RdKafka::Topic::create(producer_.get(), topic, nullptr, error));
+  if (handle == nullptr) return absl::InvalidArgumentError(error);
+  RdKafka::Metadata* raw = nullptr;
+  const RdKafka::ErrorCode err =
+      producer_->metadata(/*all_topics=*/false, handle.get(), &raw, TimeoutMs(timeout));
+  std::unique_ptr<RdKafka::Metadata> metadata(raw);
+  if (err != RdKafka::ERR_NO_ERROR) {
+    return KafkaErrorToStatus(err, absl::StrCat("metadata of topic ", topic));
+  }
+  for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
+    if (t->topic() != topic) continue;
+    if (t->err() == RdKafka::ERR_UNKNOWN_TOPIC_OR_PART || t->partitions()->empty()) {
+      return absl::NotFoundError(absl::StrCat("topic ", topic, " does not exist in Kafka"));
+    }
+    if (t->err() != RdKafka::ERR_NO_ERROR) {
+      return KafkaErrorToStatus(t->err(), absl::StrCat("metadata of topic ", topic));
+    }
+    return static_cast<int32_t>(t->partitions()->size());
+  }
+  return absl::NotFoundError(absl::StrCat("topic ", topic, " does not exist in Kafka"));
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> ControlLog::Watermarks(const TopicPartition& partition,
+                                                                   absl::Duration timeout) {
+  int64_t low = 0;
+  int64_t high = 0;
+  const RdKafka::ErrorCode err = producer_->query_watermark_offsets(
+      partition.topic, partition.partition, &low, &high, TimeoutMs(timeout));
+  if (err != RdKafka::ERR_NO_ERROR) {
+    return KafkaErrorToStatus(err, absl::StrCat("offsets of ", partition.ToString()));
+  }
+  return std::make_pair(low, high);
+}
+
+absl::StatusOr<int64_t> ControlLog::OffsetForTimestamp(const TopicPartition& partition,
+                                                       int64_t timestamp_ms,
+                                                       absl::Duration timeout) {
+  std::unique_ptr<RdKafka::TopicPartition> query(
+      RdKafka::TopicPartition::create(partition.topic, partition.partition, timestamp_ms));
+  std::vector<RdKafka::TopicPartition*> list{query.get()};
+  const RdKafka::ErrorCode err = producer_->offsetsForTimes(list, TimeoutMs(timeout));
+  if (err != RdKafka::ERR_NO_ERROR) {
+    return KafkaErrorToStatus(err, absl::StrCat("offset for time in ", partition.ToString()));
+  }
+  if (query->err() != RdKafka::ERR_NO_ERROR) {
+    return KafkaErrorToStatus(query->err(),
+                              absl::StrCat("offset for time in ", partition.ToString()));
+  }
+  return query->offset();
+}
+
+std::string ControlLog::NewCommandId() {
+  return absl::StrCat(replica_, "-", absl::ToUnixMicros(absl::Now()), "-", next_command_++);
+}
+
+absl::StatusOr<int64_t> ControlLog::Append(ControlLogRecord record, absl::Duration timeout) {
+  std::vector<ControlLogRecord> records;
+  records.push_back(std::move(record));
+  return AppendAll(std::move(records), timeout);
+}
+
+absl::StatusOr<int64_t> ControlLog::AppendAll(std::vector<ControlLogRecord> records,
+                                              absl::Duration timeout) {
+  std::vector<std::shared_ptr<Delivery>> deliveries;
+  for (ControlLogRecord& record : records) {
+    if (record.command_id().empty()) record.set_command_id(NewCommandId());
+    if (record.issued_by().empty()) record.set_issued_by(replica_);
+    if (record.issued_at_ms() == 0) record.set_issued_at_ms(absl::ToUnixMillis(absl::Now()));
+    const std::string value = record.SerializeAsString();
+    auto delivery = std::make_shared<Delivery>();
+    auto* opaque = new std::shared_ptr<Delivery>(delivery);
+    const RdKafka::ErrorCode err = producer_->produce(
+        topic_, 0, RdKafka::Producer::RK_MSG_COPY, const_cast<char*>(value.data()), value.size(),
+        record.command_id().data(), record.command_id().size(), 0, opaque);
+    if (err != RdKafka::ERR_NO_ERROR) {
+      delete opaque;
+      return KafkaErrorToStatus(err, absl::StrCat("writing to control topic ", topic_));
+    }
+    deliveries.push_back(std::move(delivery));
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  int64_t last_offset = -1;
+  for (const std::shared_ptr<Delivery>& delivery : deliveries) {
+    while (!delivery->done.HasBeenNotified() && absl::Now() < deadline) producer_->poll(20);
+    if (!delivery->done.HasBeenNotified()) {
+      return absl::UnavailableError(absl::StrCat("control topic ", topic_,
+                                                 ": no acknowledgement within ",
+                                                 absl::FormatDuration(timeout), "; retry"));
+    }
+    if (delivery->error != RdKafka::ERR_NO_ERROR) {
+      return KafkaErrorToStatus(delivery->error,
+                                absl::StrCat("writing to control topic ", topic_));
+    }
+    last_offset = std::max(last_offset, delivery->offset);
+  }
+  return last_offset;
+}
+
+absl::Status ControlLog::ReportResults(std::vector<CommandResult> results) {
+  if (results.empty()) return absl::OkStatus();
+  std::vector<ControlLogRecord> records;
+  {
+    absl::MutexLock lock(&mu_);
+    for (CommandResult& result : results) {
+      answered_.insert({result.command_id(), TopicPartition{result.topic(), result.partition()}});
+      ControlLogRecord record;
+      *record.mutable_result() = std::move(result);
+      records.push_back(std::move(record));
+    }
+  }
+  absl::StatusOr<int64_t> offset = AppendAll(std::move(records), absl::Seconds(30));
+  ++generation_;
+  return offset.status();
+}
+
+absl::Status ControlLog::ReportResult(CommandResult result) {
+  std::vector<CommandResult> results;
+  results.push_back(std::move(result));
+  return ReportResults(std::move(results));
+}
+
+absl::Status ControlLog::WaitRead(int64_t offset, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto caught_up = [this, offset]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return read_position_ >= offset;
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&caught_up), timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat("control topic ", topic_, " read up to ",
+                                                    read_position_, ", not yet to ", offset));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ControlLog::CatchUp(absl::Duration timeout) {
+  int64_t low = 0;
+  int64_t high = 0;
+  const absl::Time deadline = absl::Now() + timeout;
+  const RdKafka::ErrorCode err =
+      producer_->query_watermark_offsets(topic_, 0, &low, &high, TimeoutMs(timeout));
+  if (err != RdKafka::ERR_NO_ERROR) {
+    return KafkaErrorToStatus(err, absl::StrCat("end of control topic ", topic_));
+  }
+  return WaitRead(high, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+}
+
+std::set<TopicPartition> ControlLog::Paused(const std::vector<TopicPartition>& among) const {
+  absl::MutexLock lock(&mu_);
+  std::set<TopicPartition> paused;
+  for (const TopicPartition& tp : among) {
+    bool is_paused = false;
+    for (const PauseChange& change : pause_changes_) {
+      if (Matches(change, tp)) is_paused = change.paused();
+    }
+    if (is_paused) paused.insert(tp);
+  }
+  return paused;
+}
+
+std::vector<std::string> ControlLog::PauseCommands() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> commands;
+  for (const PauseChange& change : pause_changes_) {
+    if (change.all() && !change.paused()) continue;  // "resume all" leaves nothing
+    commands.push_back(Describe(change));
+  }
+  return commands;
+}
+
+std::vector<ControlLog::PendingReset> ControlLog::PendingResets(
+    const std::vector<TopicPartition>& owned) const {
+  const std::set<TopicPartition> owned_set(owned.begin(), owned.end());
+  absl::MutexLock lock(&mu_);
+  std::vector<PendingReset> pending;
+  for (const auto& [command_id, entry] : resets_) {
+    for (const v1::internal::ResetTarget& target : entry.targets) {
+      TopicPartition tp{target.topic(), target.partition()};
+      if (owned_set.count(tp) == 0 || answered_.count({command_id, tp}) > 0) continue;
+      pending.push_back({command_id, std::move(tp), target.offset()});
+    }
+  }
+  return pending;
+}
+
+std::vector<ControlLog::PendingSkip> ControlLog::PendingSkips(
+    const std::vector<TopicPartition>& owned) const {
+  const std::set<TopicPartition> owned_set(owned.begin(), owned.end());
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  absl::MutexLock lock(&mu_);
+  std::vector<PendingSkip> pending;
+  for (const auto& [command_id, entry] : skips_) {
+    TopicPartition tp{entry.skip.topic(), entry.skip.partition()};
+    if (owned_set.count(tp) == 0 || answered_.count({command_id, tp}) > 0) continue;
+    if (entry.skip.expires_at_ms() < now_ms) continue;
+    pending.push_back({command_id, std::move(tp), entry.skip.offset()});
+  }
+  return pending;
+}
+
+std::vector<ControlLog::PendingAck> ControlLog::PendingPauseAcks(
+    const std::vector<TopicPartition>& owned) const {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  absl::MutexLock lock(&mu_);
+  std::vector<PendingAck> pending;
+  for (const auto& [command_id, change] : pause_acks_) {
+    if (change.ack_until_ms() < now_ms) continue;
+    for (const TopicPartition& tp : owned) {
+      if (Matches(change, tp) && answered_.count({command_id, tp}) == 0) {
+        pending.push_back({command_id, tp});
+      }
+    }
+  }
+  return pending;
+}
+
+std::vector<ControlLog::AppliedResult> ControlLog::WaitForResults(const std::string& command_id,
+                                                                  size_t expected,
+                                                                  absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto enough = [this, &command_id, expected]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = results_.find(command_id);
+    return it != results_.end() && it->second.size() >= expected;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+  auto it = results_.find(command_id);
+  return it == results_.end() ? std::vector<AppliedResult>{} : it->second;
+}
+
+}  // namespace ferry

@@ -1,0 +1,95 @@
+#include "core/engine/committer.h"
+
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
+#include "tests/mocks/fake_clock.h"
+#include "tests/mocks/fake_worker_stream.h"
+
+namespace ferry {
+namespace {
+
+using ::ferry::testing::FakeClock;
+using ::ferry::testing::FakeWorkerStream;
+using ::ferry::testing::MakeEvent;
+using ::ferry::testing::OneProcessorConfig;
+
+// Records commits; fails while `fail` is set.
+class RecordingCommitter final : public OffsetCommitter {
+ public:
+  absl::Status Commit(const std::vector<CommitPosition>& positions) override {
+    if (fail) return absl::UnavailableError("broker down");
+    commits.push_back(positions);
+    return absl::OkStatus();
+  }
+  bool fail = false;
+  std::vector<std::vector<CommitPosition>> commits;
+};
+
+class CommitterTest : public ::testing::Test {
+ protected:
+  CommitterTest() : engine_(OneProcessorConfig(), &clock_) {
+    engine_.OnAssigned({{"t", 0}, {"t", 1}});
+    stream_id_ = engine_.AddStream(0, &stream_);
+    engine_.OnReady(stream_id_, 100);
+  }
+  void SubmitAndAck(int32_t partition, int64_t offset) {
+    engine_.Submit(MakeEvent(partition, offset, "k" + std::to_string(partition), ""), 1);
+    v1::Results results;
+    for (const v1::Event& sent : stream_.TakeHeld()) {
+      v1::Result* result = results.add_results();
+      result->set_id(sent.id());
+      result->set_status(v1::Result::OK);
+    }
+    engine_.OnResults(stream_id_, results);
+  }
+
+  FakeClock clock_;
+  Engine engine_;
+  FakeWorkerStream stream_{"s"};
+  int64_t stream_id_ = 0;
+  RecordingCommitter kafka_;
+  Committer committer_{&engine_, &kafka_, absl::Hours(1)};
+};
+
+TEST_F(CommitterTest, CommitsOnlyPartitionsThatAdvanced) {
+  EXPECT_TRUE(committer_.CommitNow().ok());
+  EXPECT_TRUE(kafka_.commits.empty());  // nothing finished yet
+  SubmitAndAck(0, 10);
+  ASSERT_TRUE(committer_.CommitNow().ok());
+  ASSERT_EQ(kafka_.commits.size(), 1u);
+  ASSERT_EQ(kafka_.commits[0].size(), 1u);
+  EXPECT_EQ(kafka_.commits[0][0].partition.partition, 0);
+  EXPECT_EQ(kafka_.commits[0][0].offset, 11);
+  ASSERT_TRUE(committer_.CommitNow().ok());
+  EXPECT_EQ(kafka_.commits.size(), 1u);  // unchanged: no second commit
+  SubmitAndAck(1, 3);
+  ASSERT_TRUE(committer_.CommitNow().ok());
+  ASSERT_EQ(kafka_.commits.size(), 2u);
+  ASSERT_EQ(kafka_.commits[1].size(), 1u);
+  EXPECT_EQ(kafka_.commits[1][0].partition.partition, 1);
+}
+
+TEST_F(CommitterTest, FailedCommitIsRetried) {
+  SubmitAndAck(0, 0);
+  kafka_.fail = true;
+  EXPECT_FALSE(committer_.CommitNow().ok());
+  kafka_.fail = false;
+  ASSERT_TRUE(committer_.CommitNow().ok());
+  ASSERT_EQ(kafka_.commits.size(), 1u);
+  EXPECT_EQ(kafka_.commits[0][0].offset, 1);
+}
+
+TEST_F(CommitterTest, StopMakesAFinalCommit) {
+  committer_.Start();
+  SubmitAndAck(0, 41);
+  committer_.Stop();
+  committer_.Stop();  // idempotent
+  ASSERT_EQ(kafka_.commits.size(), 1u);
+  EXPECT_EQ(kafka_.commits[0][0].offset, 42);
+}
+
+}  // namespace
+}  // namespace ferry

@@ -1,0 +1,165 @@
+// KafkaConsumer: ferry's member of the consumer group. It owns the librdkafka
+// KafkaConsumer and its poll thread, decodes records into the Engine, follows
+// rebalances (assign → new partition state; revoke → commit what is
+// committable, drop the partitions' work) and pauses/resumes fetching when the
+// Engine's budgets fill and drain. The poll loop never blocks on the engine,
+// so the member is never kicked out of the group for being slow.
+//
+// Commits run on the poll thread only, like the rebalance callbacks, so a
+// position computed before a revoke is never committed after it (it could
+// move the new owner's committed offset backwards). Commit() from another
+// thread hands its positions to the poll thread, which sends them without
+// waiting for the answer (CommitQueue: a poll thread stuck on an unreachable
+// coordinator could not hear that its assignment was lost), and waits for
+// the answer itself, boundedly.
+//
+// Threading: Start/StopFetching/Stop from the owner thread; Commit,
+// HighWatermarks and FetchStates from any thread; everything else runs on the
+// poll thread.
+#ifndef FERRY_CORE_KAFKA_CONSUMER_H_
+#define FERRY_CORE_KAFKA_CONSUMER_H_
+
+#include <librdkafka/rdkafkacpp.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/kafka/commit_queue.h"
+#include "core/config/config.h"
+#include "core/kafka/consumer_stats.h"
+#include "core/control/control_log.h"
+#include "core/kafka/decoder.h"
+#include "core/engine/engine.h"
+#include "core/engine/offset_committer.h"
+
+namespace ferry {
+
+// What the consumer knows of one assigned partition (no broker round trip).
+struct PartitionFetchState {
+  int64_t high_watermark = -1;  // end offset; -1 until known
+  int64_t position = -1;        // next offset to fetch; -1 until known
+  bool paused = false;          // fetching paused (backpressure, block, shutdown)
+};
+
+class KafkaConsumer final : public OffsetCommitter {
+ public:
+  // Validates the `kafka:` map with librdkafka itself (an unknown property is
+  // an InvalidArgument naming it). Touches no broker. `stats` may be null;
+  // it must outlive the consumer.
+  static absl::StatusOr<std::unique_ptr<KafkaConsumer>> Create(const Config& config,
+                                                               Engine* engine,
+                                                               const Decoder* decoder,
+                                                               ConsumerStats* stats = nullptr);
+  ~KafkaConsumer() override;
+
+  // Operator commands (pause, resume, reset, skip) from the control topic;
+  // set before Start. Without it the consumer only follows its engine.
+  void SetControlLog(ControlLog* control) { control_ = control; }
+
+  // Subscribes to the configured topics and starts the poll thread.
+  absl::Status Start();
+  // Pauses every assigned partition (and any assigned later) but keeps
+  // polling, so the member stays in the group while in-flight work drains.
+  void StopFetching();
+  // Joins the poll thread, which commits what is committable and leaves the
+  // group (close). Idempotent.
+  void Stop();
+
+  // Commits on the poll thread (see above); positions whose assignment
+  // changed meanwhile are dropped. FailedPrecondition when not polling.
+  absl::Status Commit(const std::vector<CommitPosition>& positions) override;
+
+  // High watermark per assigned partition, from librdkafka's cache (no broker
+  // round trip); -1 when not known yet.
+  std::map<TopicPartition, int64_t> HighWatermarks() const;
+  // The group's committed offsets (-1: none) of any partitions, asked from
+  // the group coordinator.
+  absl::StatusOr<std::map<TopicPartition, int64_t>> Committed(
+      const std::vector<TopicPartition>& partitions, absl::Duration timeout) const;
+  // End offset, fetch position and pause state per assigned partition.
+  std::map<TopicPartition, PartitionFetchState> FetchStates() const;
+
+ private:
+  class RebalanceHandler;
+  class EventHandler;
+
+  KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder,
+                ConsumerStats* stats);
+  // Copies the poll thread's pause state for FetchStates().
+  void PublishPauseState();
+  void PollLoop();
+  // Adds a record to batch_ (a poison record flushes batch_ first and goes
+  // to the engine at once, so records keep their order).
+  void HandleMessage(RdKafka::Message& message);
+  // Hands batch_ to the engine (one lock, one dispatch).
+  void FlushBatch();
+  void UpdateFlowControl();
+  // Rebalance callbacks first wait (boundedly) for commits in flight.
+  void AwaitCommitAnswers();
+  void OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
+  void OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
+  void PauseAll();
+  void ResumeAll();
+  // Poll thread: commits the still-current positions synchronously.
+  absl::Status CommitOnPollThread(const std::vector<CommitPosition>& positions);
+  // Poll thread: sends the commits other threads asked for.
+  void ServeCommitRequests();
+  // Pauses partitions the engine reports blocked or an operator paused (and
+  // resumes ones no longer held).
+  void UpdateHeld();
+  // Applies pending resets and skips of owned partitions and reports them.
+  void ApplyControlCommands();
+  void ReportReset(const ControlLog::PendingReset& reset, const absl::Status& status);
+
+  const Config config_;
+  Engine* const engine_;
+  const Decoder* const decoder_;
+  ConsumerStats* const stats_;
+  std::unique_ptr<RebalanceHandler> rebalance_handler_;
+  std::unique_ptr<EventHandler> event_handler_;
+  std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  std::thread poll_thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_fetching_{false};
+  bool started_ = false;
+  bool stopped_ = false;
+  // Poll-thread state.
+  // Records consumed in this round, not yet handed to the engine (a round
+  // takes what librdkafka has ready, bounded by the engine's headroom).
+  std::vector<Engine::SubmitItem> batch_;
+  int64_t batch_bytes_ = 0;
+  bool paused_ = false;
+  std::vector<TopicPartition> assignment_;
+  std::set<TopicPartition> held_;
+  std::set<TopicPartition> operator_paused_;
+  uint64_t blocked_generation_ = 0;
+  ControlLog* control_ = nullptr;
+  uint64_t control_generation_ = 0;
+  struct CommitRequest {
+    std::vector<CommitPosition> positions;
+    absl::Status status;
+    absl::Notification done;
+  };
+  // Poll thread: commits sent for other threads, answers not yet served.
+  std::unique_ptr<CommitQueue> commit_queue_;
+  std::thread::id poll_thread_id_;
+  absl::Mutex commit_mu_;
+  bool polling_ ABSL_GUARDED_BY(commit_mu_) = false;
+  std::vector<std::shared_ptr<CommitRequest>> commit_requests_ ABSL_GUARDED_BY(commit_mu_);
+  // Copy of the assignment for HighWatermarks() on other threads.
+  mutable absl::Mutex assignment_mu_;
+  std::vector<TopicPartition> assignment_copy_ ABSL_GUARDED_BY(assignment_mu_);
+  bool paused_copy_ ABSL_GUARDED_BY(assignment_mu_) = false;
+  std::set<TopicPartition> held_copy_ ABSL_GUARDED_BY(assignment_mu_);
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_CORE_KAFKA_CONSUMER_H_
