@@ -72,6 +72,7 @@
 #include "core/engine/dead_letter.h"
 #include "core/engine/delay_stage.h"
 #include "core/engine/dispatcher.h"
+#include "core/engine/event_router.h"
 #include "core/engine/failure_policy.h"
 #include "core/engine/in_flight_table.h"
 #include "core/engine/intake.h"

@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "core/engine/event_router.h"
 #include "core/engine/intake.h"
 #include "core/engine/intake_budget.h"
 #include "core/engine/results.h"
@@ -20,12 +21,14 @@ TEST(EventRouterTest, RoutesTypesAndFallsBackToTheStarProcessor) {
   EventRouter narrow(config);
   EXPECT_EQ(narrow.ProcessorFor("order"), 0);
   EXPECT_EQ(narrow.ProcessorFor("refund"), -1);
+  EXPECT_EQ(narrow.default_processor(), -1);
   config.processors.push_back(config.processors[0]);
   config.processors[1].event_types = {"*"};
   config.topics.push_back(TopicConfig{"u", Ordering::kUnordered, {}, {}});
   EventRouter wide(config);
   EXPECT_EQ(wide.ProcessorFor("order"), 0);
   EXPECT_EQ(wide.ProcessorFor("refund"), 1);
+  EXPECT_EQ(wide.default_processor(), 1);
   EXPECT_EQ(wide.OrderingFor("u"), Ordering::kUnordered);
   EXPECT_EQ(wide.OrderingFor("t"), Ordering::kKey);
   EXPECT_EQ(wide.OrderingFor("not-configured"), Ordering::kKey);
