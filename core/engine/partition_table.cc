@@ -165,8 +165,9 @@ std::deque<QueuedEvent> PartitionTable::TakeParked(const TopicPartition& tp) {
   return parked;
 }
 
-void PartitionTable::DropHeld(const std::set<TopicPartition>& partitions,
-                              const std::function<void(const QueuedEvent&, bool holds_lane)>& released) {
+void PartitionTable::DropHeld(
+    const std::set<TopicPartition>& partitions,
+    const std::function<void(const QueuedEvent&, bool holds_lane)>& released) {
   bool unblocked = false;
   for (const TopicPartition& tp : partitions) {
     Entry* entry = Find(tp);

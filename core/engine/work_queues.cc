@@ -134,7 +134,9 @@ void WorkQueues::AddToSnapshot(EngineSnapshot* snapshot) const {
     snapshot->longest_lane = std::max(snapshot->longest_lane, size);
     if (size > 0 || lanes_.busy(lane)) ++snapshot->lanes_in_use;
   }
-  for (const auto& queue : unordered_) snapshot->queued_events += static_cast<int64_t>(queue.size());
+  for (const auto& queue : unordered_) {
+    snapshot->queued_events += static_cast<int64_t>(queue.size());
+  }
   for (const auto& queue : quarantine_) {
     snapshot->queued_events += static_cast<int64_t>(queue.size());
   }
