@@ -42,7 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/config/config.h"
-#include "core/engine/engine.h"
+#include "core/engine/types.h"
 #include "ferry/v1/control_log.pb.h"
 
 namespace ferry {

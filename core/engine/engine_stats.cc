@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/engine/event_router.h"
+
 namespace ferry {
 namespace {
 
@@ -20,6 +22,16 @@ int PolicyIndex(FailurePolicy policy) {
   return 1;
 }
 
+prometheus::Family<prometheus::Counter>* CounterFamily(prometheus::Registry& registry,
+                                                       const char* name, const char* help) {
+  return &prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+prometheus::Family<prometheus::Histogram>* HistogramFamily(prometheus::Registry& registry,
+                                                           const char* name, const char* help) {
+  return &prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
+}
+
 }  // namespace
 
 const std::vector<double>& DurationBuckets() {
@@ -30,6 +42,23 @@ const std::vector<double>& DurationBuckets() {
 }
 
 EngineStats::EngineStats(prometheus::Registry& registry, const Config& config) {
+  AddLabels(config);
+  RegisterFamilies(registry);
+  series_.resize(processor_labels_.size());
+  for (auto& row : series_) row.resize(type_labels_.size());
+  per_processor_.resize(processor_labels_.size());
+  for (const std::string& topic : topics_) ForTopic(topic);
+  for (int p = -1; p < static_cast<int>(config.processors.size()); ++p) ForProcessor(p);
+  // The reachable (processor, type) pairs, so their series exist at zero.
+  const EventRouter router(config);
+  for (size_t t = 1; t < type_labels_.size(); ++t) {
+    For(router.ProcessorFor(type_labels_[t]), static_cast<int>(t));
+  }
+  For(router.default_processor(), 0);
+  For(-1, 0);  // poison records
+}
+
+void EngineStats::AddLabels(const Config& config) {
   processor_labels_.emplace_back(kNoProcessor);
   for (const ProcessorConfig& processor : config.processors) {
     processor_labels_.push_back(processor.name);
@@ -41,118 +70,71 @@ EngineStats::EngineStats(prometheus::Registry& registry, const Config& config) {
     type_index_.emplace(type, static_cast<int>(type_labels_.size()));
     type_labels_.push_back(type);
   };
-  std::map<std::string, int> processor_by_type;
-  int default_processor = -1;
-  for (size_t i = 0; i < config.processors.size(); ++i) {
-    for (const std::string& type : config.processors[i].event_types) {
-      if (type == "*") {
-        default_processor = static_cast<int>(i);
-      } else {
-        processor_by_type[type] = static_cast<int>(i);
-        add_type(type);
-      }
-    }
+  for (const ProcessorConfig& processor : config.processors) {
+    for (const std::string& type : processor.event_types) add_type(type);
   }
   for (const TopicConfig& topic : config.topics) {
     topics_.push_back(topic.name);
     if (topic.type.kind == FieldSource::Kind::kTopic) add_type(topic.name);
     if (topic.type.kind == FieldSource::Kind::kConstant) add_type(topic.type.argument);
   }
+}
 
-  enqueue_family_ = &prometheus::BuildHistogram()
-                         .Name("ferry_enqueue_duration_seconds")
-                         .Help("Enqueue time: how long an event waited in ferry's queues before "
-                               "it was dispatched (record consumed, or re-queued after a retry "
-                               "backoff or a lost stream, until sent to a worker)")
-                         .Register(registry);
-  processing_family_ = &prometheus::BuildHistogram()
-                            .Name("ferry_processing_duration_seconds")
-                            .Help("Processing time: dispatched to a worker until its result "
-                                  "(timeouts count with the time waited)")
-                            .Register(registry);
-  results_family_ = &prometheus::BuildCounter()
-                         .Name("ferry_results_total")
-                         .Help("Results of deliveries by status: ok, retry, fail (FAIL or "
-                               "unspecified), timeout (deadline passed)")
-                         .Register(registry);
-  attempts_family_ = &prometheus::BuildCounter()
-                          .Name("ferry_attempts_total")
-                          .Help("Processing attempts dispatched to workers (first attempts and "
-                                "retries; redeliveries after a lost stream are not attempts)")
-                          .Register(registry);
-  redeliveries_family_ = &prometheus::BuildCounter()
-                              .Name("ferry_redeliveries_total")
-                              .Help("In-flight events queued again because their worker "
-                                    "stream was lost or reset")
-                              .Register(registry);
-  terminal_failures_family_ = &prometheus::BuildCounter()
-                                   .Name("ferry_terminal_failures_total")
-                                   .Help("Events that failed for good (FAIL, attempts "
-                                         "exhausted, timeout, no processor, poison) by the "
-                                         "policy applied: dlq, skip, block")
-                                   .Register(registry);
-  dead_lettered_family_ = &prometheus::BuildCounter()
-                               .Name("ferry_dead_lettered_total")
-                               .Help("Dead letters acknowledged by Kafka")
-                               .Register(registry);
-  records_family_ = &prometheus::BuildCounter()
-                         .Name("ferry_records_consumed_total")
-                         .Help("Records accepted from Kafka as events (duplicates and "
-                               "records of revoked partitions excluded)")
-                         .Register(registry);
-  bytes_family_ = &prometheus::BuildCounter()
-                       .Name("ferry_consumed_bytes_total")
-                       .Help("Bytes (key + payload + headers) of the records accepted")
-                       .Register(registry);
-  poison_family_ = &prometheus::BuildCounter()
-                        .Name("ferry_poison_records_total")
-                        .Help("Records that could not become events (undecodable, oversize)")
-                        .Register(registry);
-  stale_family_ = &prometheus::BuildCounter()
-                       .Name("ferry_stale_results_total")
-                       .Help("Fenced results dropped: unknown, duplicate, timed-out or "
-                             "revoked-partition delivery ids")
-                       .Register(registry);
-  protocol_errors_family_ = &prometheus::BuildCounter()
-                                 .Name("ferry_worker_protocol_errors_total")
-                                 .Help("Malformed worker traffic (the stream is reset when it "
-                                       "cannot continue)")
-                                 .Register(registry);
-  redelivery_limit_family_ = &prometheus::BuildCounter()
-                                  .Name("ferry_redelivery_limit_total")
-                                  .Help("Events that took the failure policy because their "
-                                        "worker stream was lost too many times while they "
-                                        "were in flight (a message workers keep rejecting)")
-                                  .Register(registry);
-  duplicates_ = &prometheus::BuildCounter()
-                     .Name("ferry_duplicate_records_total")
-                     .Help("Records read twice within one assignment, ignored")
-                     .Register(registry)
-                     .Add({});
-  dropped_on_revoke_ = &prometheus::BuildCounter()
-                            .Name("ferry_revoked_events_dropped_total")
-                            .Help("Unfinished events dropped because their partition was "
-                                  "revoked (the new owner re-reads them)")
-                            .Register(registry)
-                            .Add({});
-  dead_letter_errors_ = &prometheus::BuildCounter()
-                             .Name("ferry_dead_letter_errors_total")
-                             .Help("Dead-letter writes that failed (each is retried)")
-                             .Register(registry)
-                             .Add({});
-
-  series_.resize(processor_labels_.size());
-  for (auto& row : series_) row.resize(type_labels_.size());
-  per_processor_.resize(processor_labels_.size());
-  for (const std::string& topic : topics_) ForTopic(topic);
-  for (int p = -1; p < static_cast<int>(config.processors.size()); ++p) ForProcessor(p);
-  // The reachable (processor, type) pairs, so their series exist at zero.
-  for (size_t t = 1; t < type_labels_.size(); ++t) {
-    auto it = processor_by_type.find(type_labels_[t]);
-    For(it != processor_by_type.end() ? it->second : default_processor, static_cast<int>(t));
-  }
-  For(default_processor, 0);
-  For(-1, 0);  // poison records
+void EngineStats::RegisterFamilies(prometheus::Registry& registry) {
+  enqueue_family_ = HistogramFamily(
+      registry, "ferry_enqueue_duration_seconds",
+      "Enqueue time: how long an event waited in ferry's queues before it was dispatched "
+      "(record consumed, or re-queued after a retry backoff or a lost stream, until sent to "
+      "a worker)");
+  processing_family_ = HistogramFamily(
+      registry, "ferry_processing_duration_seconds",
+      "Processing time: dispatched to a worker until its result (timeouts count with the "
+      "time waited)");
+  results_family_ = CounterFamily(
+      registry, "ferry_results_total",
+      "Results of deliveries by status: ok, retry, fail (FAIL or unspecified), timeout "
+      "(deadline passed)");
+  attempts_family_ = CounterFamily(
+      registry, "ferry_attempts_total",
+      "Processing attempts dispatched to workers (first attempts and retries; redeliveries "
+      "after a lost stream are not attempts)");
+  redeliveries_family_ = CounterFamily(
+      registry, "ferry_redeliveries_total",
+      "In-flight events queued again because their worker stream was lost or reset");
+  terminal_failures_family_ = CounterFamily(
+      registry, "ferry_terminal_failures_total",
+      "Events that failed for good (FAIL, attempts exhausted, timeout, no processor, poison) "
+      "by the policy applied: dlq, skip, block");
+  dead_lettered_family_ = CounterFamily(registry, "ferry_dead_lettered_total",
+                                        "Dead letters acknowledged by Kafka");
+  records_family_ = CounterFamily(
+      registry, "ferry_records_consumed_total",
+      "Records accepted from Kafka as events (duplicates and records of revoked partitions "
+      "excluded)");
+  bytes_family_ = CounterFamily(registry, "ferry_consumed_bytes_total",
+                                "Bytes (key + payload + headers) of the records accepted");
+  poison_family_ = CounterFamily(registry, "ferry_poison_records_total",
+                                 "Records that could not become events (undecodable, oversize)");
+  stale_family_ = CounterFamily(
+      registry, "ferry_stale_results_total",
+      "Fenced results dropped: unknown, duplicate, timed-out or revoked-partition delivery ids");
+  protocol_errors_family_ = CounterFamily(
+      registry, "ferry_worker_protocol_errors_total",
+      "Malformed worker traffic (the stream is reset when it cannot continue)");
+  redelivery_limit_family_ = CounterFamily(
+      registry, "ferry_redelivery_limit_total",
+      "Events that took the failure policy because their worker stream was lost too many "
+      "times while they were in flight (a message workers keep rejecting)");
+  duplicates_ = &CounterFamily(registry, "ferry_duplicate_records_total",
+                               "Records read twice within one assignment, ignored")
+                     ->Add({});
+  dropped_on_revoke_ = &CounterFamily(registry, "ferry_revoked_events_dropped_total",
+                                      "Unfinished events dropped because their partition was "
+                                      "revoked (the new owner re-reads them)")
+                            ->Add({});
+  dead_letter_errors_ = &CounterFamily(registry, "ferry_dead_letter_errors_total",
+                                       "Dead-letter writes that failed (each is retried)")
+                             ->Add({});
 }
 
 int EngineStats::TypeIndex(absl::string_view type) const {

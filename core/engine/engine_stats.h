@@ -102,6 +102,9 @@ class EngineStats {
     prometheus::Counter* redelivery_limit = nullptr;
   };
 
+  // The processor, type and topic labels of `config`.
+  void AddLabels(const Config& config);
+  void RegisterFamilies(prometheus::Registry& registry);
   const std::string& ProcessorLabel(int processor) const;
   // Creates the series on first use (the reachable ones exist from the start).
   Series& For(int processor, int type_index);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/engine/engine.h"
+#include "core/engine/types.h"
 
 namespace ferry {
 

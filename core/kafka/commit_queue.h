@@ -30,7 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "core/engine/engine.h"
+#include "core/engine/types.h"
 
 namespace ferry {
 

@@ -3,19 +3,20 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
-#include <random>
 #include <string>
 #include <utility>
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/common/backoff.h"
 #include "core/common/log.h"
+#include "core/engine/events_wire.h"
 #include "core/engine/worker_stream.h"
 #include "core/common/worker_text.h"
 #include "ferry/v1/processor.grpc.pb.h"
-#include "google/protobuf/io/coded_stream.h"
 #include "server/workers/tls_credentials.h"
 
 namespace ferry {
@@ -34,13 +35,9 @@ constexpr char kResultsCreditHeader[] = "ferry-results-credit";
 constexpr char kProcessMethod[] = "/ferry.v1.Processor/Process";
 
 absl::Duration BackoffFor(int failures) {
-  absl::Duration backoff = kInitialBackoff;
-  for (int i = 1; i < failures && backoff < kMaxBackoff; ++i) backoff *= 2;
-  backoff = std::min(backoff, kMaxBackoff);
-  // Full jitter in [backoff/2, backoff] so reconnecting streams spread out.
-  thread_local std::mt19937_64 random(std::random_device{}());
-  std::uniform_real_distribution<double> jitter(0.5, 1.0);
-  return backoff * jitter(random);
+  // Jitter so reconnecting streams spread out (core/common/backoff.h).
+  thread_local absl::BitGen random;
+  return JitteredBackoff({kInitialBackoff, kMaxBackoff}, failures, random);
 }
 
 }  // namespace
@@ -262,10 +259,8 @@ class WorkerPool::StreamReactor final
     grpc::Slice slices[2];
     size_t count = 0;
     if (pending.events) {
-      uint8_t header[1 + 10];  // tag, then a varint of at most 10 bytes
-      header[0] = 0x0a;  // ProcessRequest.events: field 1, length-delimited
-      const uint8_t* end =
-          google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(body->size(), header + 1);
+      uint8_t header[kEventFraming];  // ProcessRequest.events: field 1, length-delimited
+      const uint8_t* end = WriteField1Header(body->size(), header);
       slices[count++] = grpc::Slice(header, static_cast<size_t>(end - header));
     }
     slices[count++] = grpc::Slice(

@@ -1,0 +1,125 @@
+// PartitionTable: the partitions assigned to this replica and what the engine
+// keeps per partition: its PartitionState (what is committable), assignment
+// epoch (fencing: an event, delivery id or commit position of an older epoch
+// is recognised as stale), the last committed position, offsets held by a
+// `block` failure, the operator's pause (with the queued events set aside)
+// and the consumption times that age the commit blocker.
+//
+// Threading: not thread-safe; guarded by the Engine's mutex. The blocked
+// generation it bumps is an atomic the Engine owns and reads without it.
+#ifndef FERRY_CORE_ENGINE_PARTITION_TABLE_H_
+#define FERRY_CORE_ENGINE_PARTITION_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/engine/partition_state.h"
+#include "core/engine/queued_event.h"
+#include "core/engine/types.h"
+
+namespace ferry {
+
+class PartitionTable {
+ public:
+  // `blocked_generation` changes whenever the blocked set changes; it must
+  // outlive the table.
+  explicit PartitionTable(std::atomic<uint64_t>* blocked_generation)
+      : blocked_generation_(*blocked_generation) {}
+  PartitionTable(const PartitionTable&) = delete;
+  PartitionTable& operator=(const PartitionTable&) = delete;
+
+  struct Entry {
+    PartitionState state;
+    uint64_t epoch = 0;
+    std::optional<int64_t> last_committed;
+    // Offsets held by a `block` failure, with the event (for a later skip).
+    std::map<int64_t, QueuedEvent> blocked;
+    // This partition's consumed and unfinished events.
+    int64_t buffered = 0;
+    // Offsets begun and not yet committable, with when they were consumed,
+    // in offset order (pruned as the commit position advances): the front
+    // is the commit blocker.
+    std::deque<std::pair<int64_t, absl::Time>> begun;
+    std::optional<int64_t> start_offset;
+    // Operator pause: queued events set aside (in queue order) until resumed.
+    bool paused = false;
+    std::deque<QueuedEvent> parked;
+  };
+
+  // ---- Assignment and fencing ----
+  // Starts a new assignment epoch (paused when the operator's set lists it).
+  void Assign(const TopicPartition& tp);
+  // Offset reset: forgets what was consumed and starts a new epoch.
+  void Renew(Entry& entry);
+  void Erase(const TopicPartition& tp);
+  Entry* Find(const TopicPartition& tp);
+  const Entry* Find(const TopicPartition& tp) const;
+  // The entry of `queued`'s partition when its epoch is still current.
+  Entry* FindCurrent(const QueuedEvent& queued);
+  // Records that `offset` was consumed at `now`; false for an offset already
+  // begun in this assignment (a duplicate record).
+  bool Begin(Entry& entry, int64_t offset, absl::Time now);
+  // `queued` reached a terminal result: its offset is done.
+  void Finish(const QueuedEvent& queued);
+  template <typename Fn>
+  void ForEach(const Fn& fn) const {
+    for (const auto& [tp, entry] : entries_) fn(tp, entry);
+  }
+
+  // ---- Commits ----
+  std::vector<CommitPosition> PendingCommits() const;
+  void MarkCommitted(const std::vector<CommitPosition>& positions);
+  std::vector<CommitPosition> StillCurrent(const std::vector<CommitPosition>& positions) const;
+  std::optional<CommitPosition> CommitPositionOf(const TopicPartition& tp) const;
+
+  // ---- `block` failures ----
+  // Holds `queued` (when its epoch is current); its partition stops.
+  void Block(QueuedEvent queued);
+  std::optional<QueuedEvent> TakeBlocked(Entry& entry, int64_t offset);
+  std::vector<TopicPartition> BlockedPartitions() const;
+
+  // ---- Operator pause ----
+  struct PauseChange {
+    std::set<TopicPartition> newly_paused;
+    std::vector<TopicPartition> resumed;
+  };
+  PauseChange SetPaused(const std::set<TopicPartition>& paused);
+  // Sets `queued` aside when its partition is paused (and returns true).
+  bool ParkIfPaused(QueuedEvent& queued, bool front);
+  // Sets `queued` aside unconditionally (its partition was just paused).
+  void Park(QueuedEvent queued);
+  std::deque<QueuedEvent> TakeParked(const TopicPartition& tp);
+
+  // Drops the held events of these partitions, handing each to `released`:
+  // blocked ones hold their lane (`holds_lane`), parked ones do not.
+  void DropHeld(const std::set<TopicPartition>& partitions,
+                const std::function<void(const QueuedEvent&, bool holds_lane)>& released);
+  // Why `offset` cannot be skipped (not in flight, retrying or held).
+  static std::string DescribeUnskippable(const Entry& entry, const TopicPartition& tp,
+                                         int64_t offset);
+  // Adds the partitions to `snapshot` (in-flight counts given per partition).
+  void AddToSnapshot(const std::map<TopicPartition, int64_t>& in_flight,
+                     EngineSnapshot* snapshot) const;
+
+ private:
+  std::map<TopicPartition, Entry> entries_;
+  uint64_t next_epoch_ = 1;
+  // The operator's pause set and how many assigned partitions are paused
+  // (0 keeps the enqueue path free of lookups).
+  std::set<TopicPartition> paused_set_;
+  int paused_partitions_ = 0;
+  std::atomic<uint64_t>& blocked_generation_;
+};
+
+}  // namespace ferry
+
+#endif  // FERRY_CORE_ENGINE_PARTITION_TABLE_H_
