@@ -142,9 +142,7 @@ TEST_F(EngineStatsTest, CountsConsumedDispatchedAndResultsWithTimings) {
 
   // The slow processor answers after 2s, the other after 10ms.
   clock_.Advance(absl::Milliseconds(10));
-  for (const v1::Event& event : rest.TakeHeld()) {
-    engine_.OnResults(rest_id, ResultFor(event.id(), v1::Result::OK));
-  }
+  AckAll(engine_, rest_id, rest);
   clock_.Advance(absl::Milliseconds(1990));
   engine_.OnResults(slow_id, ResultFor(slow.TakeHeld()[0].id(), v1::Result::OK));
 
