@@ -87,8 +87,10 @@ class EngineHarness {
   EngineHarness& operator=(const EngineHarness&) = delete;
 
   // Builds `engine_` from `config` on `clock_` (and `writer_` unless
-  // kNone; `stats` may be null) and assigns it `assigned`; an engine
-  // started before is replaced. Returns the new engine.
+  // kNone; `stats` may be null) and assigns it `assigned` (none: the test
+  // assigns later); an engine started before is replaced. Returns the new
+  // engine. What the engine points to must outlive it: a derived fixture's
+  // members die before this base, so one they own resets `engine_` first.
   Engine& Start(const Config& config,
                 const std::vector<TopicPartition>& assigned = TwoPartitions(),
                 DeadLetters dead_letters = DeadLetters::kFakeWriter,
@@ -96,7 +98,7 @@ class EngineHarness {
     engine_.reset();
     engine_ = std::make_unique<Engine>(
         config, &clock_, dead_letters == DeadLetters::kNone ? nullptr : &writer_, stats);
-    engine_->OnAssigned(assigned);
+    if (!assigned.empty()) engine_->OnAssigned(assigned);
     return *engine_;
   }
 
