@@ -21,6 +21,10 @@ class EngineTest : public ::testing::Test, public EngineHarness {
  protected:
   explicit EngineTest(const Config& config = EngineTestConfig())
       : EngineHarness(config, TwoPartitions(), DeadLetters::kNone) {}
+  // Offsets 0..count-1 of t/0, 10 bytes each, each of its own key "k<offset>".
+  void SubmitOwnKeys(int count) {
+    for (int i = 0; i < count; ++i) engine_->Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
+  }
 };
 
 TEST_F(EngineTest, NothingIsSentBeforeReady) {
@@ -51,7 +55,7 @@ TEST_F(EngineTest, OneKeyHasOneEventInFlightAndKeepsOrder) {
 TEST_F(EngineTest, CreditIsNeverExceeded) {
   FakeWorkerStream stream("s");
   const int64_t id = Connect(*engine_, stream, 2);
-  for (int i = 0; i < 10; ++i) engine_->Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
+  SubmitOwnKeys(10);
   EXPECT_EQ(stream.held().size(), 2u);
   // Results alone do not return credit.
   AckAll(*engine_, id, stream);
@@ -63,7 +67,7 @@ TEST_F(EngineTest, CreditIsNeverExceeded) {
 TEST_F(EngineTest, CreditInsideResultsCountsLikeACreditMessage) {
   FakeWorkerStream stream("s");
   const int64_t id = Connect(*engine_, stream, 2);
-  for (int i = 0; i < 10; ++i) engine_->Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
+  SubmitOwnKeys(10);
   std::vector<v1::Event> sent = stream.TakeHeld();
   ASSERT_EQ(sent.size(), 2u);
   // Results for both with credit 2 folded in: two more go out at once, in
@@ -102,7 +106,7 @@ TEST_F(EngineTest, FerrysOwnCapHoldsWhateverTheWorkerGrants) {
 
 TEST_F(EngineTest, ManyEventsPerMessageUpToMaxBatch) {
   FakeWorkerStream stream("s");
-  for (int i = 0; i < 100; ++i) engine_->Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
+  SubmitOwnKeys(100);
   Connect(*engine_, stream, 1000);
   // 16 lanes: one head each is ready at once, in one message.
   ASSERT_EQ(stream.batches().size(), 1u);
@@ -134,7 +138,7 @@ TEST_F(EngineTest, BatchesStayUnderMaxBatchBytes) {
 TEST_F(EngineTest, CommitsOnlyTheContiguousFinishedPrefix) {
   FakeWorkerStream stream("s");
   const int64_t id = Connect(*engine_, stream, 100);
-  for (int i = 0; i < 4; ++i) engine_->Submit(MakeEvent(0, i, "k" + std::to_string(i)), 10);
+  SubmitOwnKeys(4);
   std::vector<v1::Event> sent = stream.TakeHeld();
   ASSERT_EQ(sent.size(), 4u);
   engine_->OnResults(id, ResultFor(sent[1].id(), v1::Result::OK));
