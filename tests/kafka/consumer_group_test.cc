@@ -55,6 +55,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/kafka/broker_environment.h"
@@ -63,6 +64,8 @@
 
 namespace ferry::testing {
 namespace {
+
+using ::testing::IsEmpty;
 
 const ::testing::Environment* const kBroker =
     ::testing::AddGlobalTestEnvironment(new BrokerEnvironment("consumer_group_test"));
@@ -420,11 +423,11 @@ void RunGroupScenario(const std::string& name,
       EXPECT_EQ(*seen.rbegin(), end_offset - 1) << partition;
     }
   }
-  std::map<std::string, int64_t> in_order;
-  ASSERT_NO_FATAL_FAILURE(CheckFirstDeliveriesInOrder(handled, &in_order));
-  ASSERT_EQ(in_order.size(), static_cast<size_t>(kKeys));
+  const KeyOrder order = CheckKeyOrder(handled);
+  ASSERT_THAT(order.violations, IsEmpty());
+  ASSERT_EQ(order.first_delivered.size(), static_cast<size_t>(kKeys));
   int64_t distinct = 0;
-  for (const auto& [key, sequences] : in_order) {
+  for (const auto& [key, sequences] : order.first_delivered) {
     ASSERT_EQ(sequences, kPerKey) << key << ": sequences never handled";
     distinct += sequences;
   }

@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
-#include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 
 namespace ferry::testing {
 
-void CheckFirstDeliveriesInOrder(const std::vector<HandledEvent>& handled,
-                                 std::map<std::string, int64_t>* in_order) {
-  in_order->clear();
+KeyOrder CheckKeyOrder(const std::vector<HandledEvent>& handled) {
+  KeyOrder order;
   std::map<std::string, std::vector<const HandledEvent*>> by_key;
   for (const HandledEvent& event : handled) by_key[event.key].push_back(&event);
   for (auto& [key, events] : by_key) {
@@ -19,13 +18,16 @@ void CheckFirstDeliveriesInOrder(const std::vector<HandledEvent>& handled,
     int64_t next_first = 0;
     for (const HandledEvent* event : events) {
       if (event->sequence < next_first) continue;  // a redelivery
-      ASSERT_EQ(event->sequence, next_first)
-          << key << ": sequence " << event->sequence << " handled before the first delivery of "
-          << next_first;
-      ++next_first;
+      if (event->sequence > next_first) {
+        order.violations.push_back(absl::StrCat(key, ": sequence ", event->sequence,
+                                                " handled before the first delivery of ",
+                                                next_first));
+      }
+      next_first = event->sequence + 1;
     }
-    (*in_order)[key] = next_first;
+    order.first_delivered[key] = next_first;
   }
+  return order;
 }
 
 }  // namespace ferry::testing

@@ -1,10 +1,10 @@
 // The per-key order check of the multi-replica tests (consumer_group_test,
-// rollout_test): from what the example workers recorded, each key's first
-// deliveries must come in sequence order, 0, 1, 2, ..., whichever replica
-// handled them; a redelivery of an earlier sequence may come at any time.
+// rollout_test, the network-fault tests' delivery audit): from what the
+// example workers recorded, each key's first deliveries must come in sequence
+// order, 0, 1, 2, ..., whichever replica handled them; a run of an earlier
+// sequence (a redelivery) may come at any time.
 //
-// Threading: a plain function; gtest assertions, so call it from the test's
-// thread.
+// Threading: a pure function of its argument.
 #ifndef FERRY_TESTS_KAFKA_KEY_ORDER_H_
 #define FERRY_TESTS_KAFKA_KEY_ORDER_H_
 
@@ -17,13 +17,19 @@
 
 namespace ferry::testing {
 
+struct KeyOrder {
+  // Per key: one past the highest sequence first delivered; with no
+  // violation, how many distinct sequences were handled (0 .. n-1).
+  std::map<std::string, int64_t> first_delivered;
+  // "<key>: sequence <n> handled before the first delivery of <m>", one per
+  // first delivery that skipped ahead, in key order.
+  std::vector<std::string> violations;
+};
+
 // Orders each key's events of `handled` by when they were handled (stable
-// for equal times) and asserts (fatally: wrap the call in
-// ASSERT_NO_FATAL_FAILURE) that every sequence is first handled after the
-// first delivery of the one before it. Fills `*in_order` with, per key, how
-// many distinct sequences were handled from 0 on.
-void CheckFirstDeliveriesInOrder(const std::vector<HandledEvent>& handled,
-                                 std::map<std::string, int64_t>* in_order);
+// for equal times: CLOCK_MONOTONIC is shared by every process) and checks
+// their first deliveries.
+KeyOrder CheckKeyOrder(const std::vector<HandledEvent>& handled);
 
 }  // namespace ferry::testing
 

@@ -53,6 +53,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/kafka/broker_environment.h"
@@ -60,6 +61,8 @@
 
 namespace ferry::testing {
 namespace {
+
+using ::testing::IsEmpty;
 
 const ::testing::Environment* const kBroker =
     ::testing::AddGlobalTestEnvironment(new BrokerEnvironment("rollout_test"));
@@ -427,10 +430,10 @@ TEST_P(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
     EXPECT_EQ(static_cast<int64_t>(offsets[partition].size()), end_offset)
         << "partition " << partition << ": offsets never handled";
   }
-  std::map<std::string, int64_t> in_order;
-  ASSERT_NO_FATAL_FAILURE(CheckFirstDeliveriesInOrder(handled, &in_order));
+  const KeyOrder order = CheckKeyOrder(handled);
+  ASSERT_THAT(order.violations, IsEmpty());
   int64_t distinct = 0;
-  for (const auto& [key, sequences] : in_order) distinct += sequences;
+  for (const auto& [key, sequences] : order.first_delivered) distinct += sequences;
   EXPECT_EQ(distinct, events) << "events produced but never handled";
   const int64_t duplicates = static_cast<int64_t>(handled.size()) - distinct;
   // Duplicates come from the two eager rebalances (B joins: every partition
