@@ -22,6 +22,15 @@ def connected(workers, clients, handle, **options):
     c.read_ready()
     return w, c
 
+
+def started_on_event_1(workers, clients, handle, started):
+    """connected() with credit 4, then event 1 sent and ``handle`` running it
+    (it sets ``started``)."""
+    w, c = connected(workers, clients, handle, max_in_flight=4)
+    c.send_events([1])
+    assert started.wait(10)
+    return w, c
+
 def test_bad_options_are_rejected():
     def h(e):
         return ferry_worker.ok()
@@ -209,9 +218,7 @@ def test_cancel_suppresses_result_but_returns_credit(workers, clients):
             release.set()
         return ferry_worker.ok()
 
-    w, c = connected(workers, clients, handle, max_in_flight=4)
-    c.send_events([1])
-    assert started.wait(10)
+    w, c = started_on_event_1(workers, clients, handle, started)
     c.send_cancel([1, 99])  # 99 is unknown: ignored
     c.send_events([2])
     c.read_credit(2)
@@ -391,9 +398,7 @@ def test_stop_refuses_new_streams_and_events_while_draining(workers, clients):
         release.wait(10)
         return ferry_worker.ok()
 
-    w, c = connected(workers, clients, handle, max_in_flight=4)
-    c.send_events([1])
-    assert started.wait(10)
+    w, c = started_on_event_1(workers, clients, handle, started)
     t = threading.Thread(target=w.stop, args=(10,))
     t.start()
     deadline = time.monotonic() + 10
@@ -420,9 +425,7 @@ def test_stop_grace_expiry_ends_streams(workers, clients):
         release.wait(10)
         return ferry_worker.ok()
 
-    w, c = connected(workers, clients, handle, max_in_flight=4)
-    c.send_events([1])
-    assert started.wait(10)
+    w, c = started_on_event_1(workers, clients, handle, started)
     t0 = time.monotonic()
     w.stop(0.3)
     took = time.monotonic() - t0
