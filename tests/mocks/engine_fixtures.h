@@ -89,8 +89,9 @@ class EngineHarness {
   // Builds `engine_` from `config` on `clock_` (and `writer_` unless
   // kNone; `stats` may be null) and assigns it `assigned` (none: the test
   // assigns later); an engine started before is replaced. Returns the new
-  // engine. What the engine points to must outlive it: a derived fixture's
-  // members die before this base, so one they own resets `engine_` first.
+  // engine. A derived fixture's members die before this base: a fixture
+  // whose member the engine may still use then (an EngineStats) resets
+  // `engine_` in its destructor.
   Engine& Start(const Config& config,
                 const std::vector<TopicPartition>& assigned = TwoPartitions(),
                 DeadLetters dead_letters = DeadLetters::kFakeWriter,
