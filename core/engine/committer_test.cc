@@ -5,16 +5,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/mocks/engine_fixtures.h"
-#include "tests/mocks/fake_clock.h"
-#include "tests/mocks/fake_worker_stream.h"
 
-namespace ferry {
+namespace ferry::testing {
 namespace {
-
-using ::ferry::testing::FakeClock;
-using ::ferry::testing::FakeWorkerStream;
-using ::ferry::testing::MakeEvent;
-using ::ferry::testing::OneProcessorConfig;
 
 // Records commits; fails while `fail` is set.
 class RecordingCommitter final : public OffsetCommitter {
@@ -28,30 +21,19 @@ class RecordingCommitter final : public OffsetCommitter {
   std::vector<std::vector<CommitPosition>> commits;
 };
 
-class CommitterTest : public ::testing::Test {
+class CommitterTest : public ::testing::Test, public EngineHarness {
  protected:
-  CommitterTest() : engine_(OneProcessorConfig(), &clock_) {
-    engine_.OnAssigned({{"t", 0}, {"t", 1}});
-    stream_id_ = engine_.AddStream(0, &stream_);
-    engine_.OnReady(stream_id_, 100);
-  }
+  CommitterTest()
+      : EngineHarness(OneProcessorConfig(), TwoPartitions(), DeadLetters::kNone) {}
   void SubmitAndAck(int32_t partition, int64_t offset) {
-    engine_.Submit(MakeEvent(partition, offset, "k" + std::to_string(partition), ""), 1);
-    v1::Results results;
-    for (const v1::Event& sent : stream_.TakeHeld()) {
-      v1::Result* result = results.add_results();
-      result->set_id(sent.id());
-      result->set_status(v1::Result::OK);
-    }
-    engine_.OnResults(stream_id_, results);
+    engine_->Submit(MakeEvent(partition, offset, "k" + std::to_string(partition), ""), 1);
+    AckAll(*engine_, stream_id_, stream_);
   }
 
-  FakeClock clock_;
-  Engine engine_;
   FakeWorkerStream stream_{"s"};
-  int64_t stream_id_ = 0;
+  const int64_t stream_id_ = Connect(*engine_, stream_, 100);
   RecordingCommitter kafka_;
-  Committer committer_{&engine_, &kafka_, absl::Hours(1)};
+  Committer committer_{engine_.get(), &kafka_, absl::Hours(1)};
 };
 
 TEST_F(CommitterTest, CommitsOnlyPartitionsThatAdvanced) {
@@ -92,4 +74,4 @@ TEST_F(CommitterTest, StopMakesAFinalCommit) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::testing

@@ -16,20 +16,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/mocks/engine_fixtures.h"
-#include "tests/mocks/fake_clock.h"
-#include "tests/mocks/fake_dead_letter_writer.h"
-#include "tests/mocks/fake_worker_stream.h"
 
-namespace ferry {
+namespace ferry::testing {
 namespace {
 
-using ::ferry::testing::CommitOffset;
-using ::ferry::testing::EngineTestConfig;
-using ::ferry::testing::FakeClock;
-using ::ferry::testing::FakeDeadLetterWriter;
-using ::ferry::testing::FakeWorkerStream;
-using ::ferry::testing::MakeEvent;
-using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -84,16 +74,29 @@ const v1::Event* Find(const std::vector<v1::Event>& events, const TopicPartition
   return nullptr;
 }
 
-class EngineControlTest : public ::testing::Test {
+class EngineControlTest : public ::testing::Test, public EngineHarness {
  protected:
   EngineControlTest() { Start(TestConfig()); }
 
-  void Start(const Config& config, DeadLetterWriter* writer = nullptr) {
+  void Start(const Config& config, DeadLetters dead_letters = DeadLetters::kNone) {
     stream_ = std::make_unique<FakeWorkerStream>("s");
-    engine_ = std::make_unique<Engine>(config, &clock_, writer);
-    engine_->OnAssigned({kT0, kT1, kU0, kU1});
-    stream_id_ = engine_->AddStream(0, stream_.get());
-    engine_->OnReady(stream_id_, 100);
+    EngineHarness::Start(config, {kT0, kT1, kU0, kU1}, dead_letters);
+    stream_id_ = Connect(*engine_, *stream_, 100);
+  }
+
+  // Under the block policy, key a's t/0@0 fails with t/0@1 queued behind
+  // it: t/0 is held.
+  void BlockT0() {
+    Config config = TestConfig();
+    config.on_failure = FailurePolicy::kBlock;
+    Start(config);
+    const std::string& a = keys_[0];
+    engine_->Submit(MakeEvent(kT0, 0, a), 10);
+    engine_->Submit(MakeEvent(kT0, 1, a), 10);
+    std::vector<v1::Event> sent = stream_->TakeHeld();
+    ASSERT_THAT(Where(sent), ElementsAre("t/0@0"));
+    engine_->OnResults(stream_id_, ResultFor(sent[0].id(), v1::Result::FAIL));
+    ASSERT_THAT(engine_->BlockedPartitions(), ElementsAre(kT0));
   }
 
   void Ok(const v1::Event* event) {
@@ -109,9 +112,7 @@ class EngineControlTest : public ::testing::Test {
     return {};
   }
 
-  FakeClock clock_;
   std::unique_ptr<FakeWorkerStream> stream_;
-  std::unique_ptr<Engine> engine_;
   int64_t stream_id_ = 0;
   const std::vector<std::string> keys_ = KeysOnDistinctLanes(4);
 };
@@ -170,8 +171,7 @@ TEST_F(EngineControlTest, PausingWithoutCreditParksQueuedEventsOfEveryKey) {
   // No credit left: events of free lanes queue too, and the pause must park
   // them rather than let them go when credit comes.
   FakeWorkerStream starved("starved");
-  Engine engine(TestConfig(), &clock_);
-  engine.OnAssigned({kT0, kT1});
+  Engine& engine = EngineHarness::Start(TestConfig(), {kT0, kT1}, DeadLetters::kNone);
   const int64_t id = engine.AddStream(0, &starved);
   engine.OnReady(id, 1);
   engine.Submit(MakeEvent(kT0, 0, keys_[0]), 1);  // takes the only credit
@@ -217,8 +217,7 @@ TEST_F(EngineControlTest, RevokedAndReassignedPausedPartitionStaysPaused) {
 TEST_F(EngineControlTest, UnorderedTopicPausesAndResumesInOffsetOrder) {
   // One credit: later events of the unordered topic wait in its queue.
   FakeWorkerStream starved("starved");
-  Engine engine(TestConfig(), &clock_);
-  engine.OnAssigned({kU0, kU1});
+  Engine& engine = EngineHarness::Start(TestConfig(), {kU0, kU1}, DeadLetters::kNone);
   const int64_t id = engine.AddStream(0, &starved);
   engine.OnReady(id, 1);
   engine.Submit(MakeEvent(kU0, 0, "x"), 1);
@@ -353,16 +352,7 @@ TEST_F(EngineControlTest, ResetDropsParkedAndRetryingEventsOfThePartition) {
 }
 
 TEST_F(EngineControlTest, ResetReleasesAPartitionHeldByABlockFailure) {
-  Config config = TestConfig();
-  config.on_failure = FailurePolicy::kBlock;
-  Start(config);
-  const std::string& a = keys_[0];
-  engine_->Submit(MakeEvent(kT0, 0, a), 10);
-  engine_->Submit(MakeEvent(kT0, 1, a), 10);
-  std::vector<v1::Event> sent = stream_->TakeHeld();
-  ASSERT_THAT(Where(sent), ElementsAre("t/0@0"));
-  engine_->OnResults(stream_id_, ResultFor(sent[0].id(), v1::Result::FAIL));
-  ASSERT_THAT(engine_->BlockedPartitions(), ElementsAre(kT0));
+  ASSERT_NO_FATAL_FAILURE(BlockT0());
   const uint64_t generation = engine_->BlockedGeneration();
 
   engine_->ResetPartition(kT0);
@@ -371,7 +361,7 @@ TEST_F(EngineControlTest, ResetReleasesAPartitionHeldByABlockFailure) {
   EXPECT_EQ(engine_->Buffered(), 0);
   EXPECT_THAT(stream_->held(), IsEmpty());  // the dropped @1 is not sent
   // The key's lane is free for the replay.
-  engine_->Submit(MakeEvent(kT0, 0, a), 10);
+  engine_->Submit(MakeEvent(kT0, 0, keys_[0]), 10);
   EXPECT_THAT(Where(stream_->TakeHeld()), ElementsAre("t/0@0"));
 }
 
@@ -403,8 +393,8 @@ TEST_F(EngineControlTest, SkipInFlightEventMarksItDoneWithoutADeadLetterTopic) {
 TEST_F(EngineControlTest, SkipWithDeadLetterTopicIsDoneOnlyOnceTheWriterAcknowledges) {
   Config config = TestConfig();
   config.dead_letter_topic = "dlq";
-  FakeDeadLetterWriter writer;
-  Start(config, &writer);
+  Start(config, DeadLetters::kFakeWriter);
+  FakeDeadLetterWriter& writer = writer_;
   const std::string& a = keys_[0];
   v1::Event event = MakeEvent(kT0, 0, a);
   event.set_payload("body");
@@ -442,16 +432,7 @@ TEST_F(EngineControlTest, SkipWithDeadLetterTopicIsDoneOnlyOnceTheWriterAcknowle
 }
 
 TEST_F(EngineControlTest, SkipReleasesAPartitionHeldByABlockFailure) {
-  Config config = TestConfig();
-  config.on_failure = FailurePolicy::kBlock;
-  Start(config);
-  const std::string& a = keys_[0];
-  engine_->Submit(MakeEvent(kT0, 0, a), 10);
-  engine_->Submit(MakeEvent(kT0, 1, a), 10);
-  std::vector<v1::Event> sent = stream_->TakeHeld();
-  ASSERT_THAT(Where(sent), ElementsAre("t/0@0"));
-  engine_->OnResults(stream_id_, ResultFor(sent[0].id(), v1::Result::FAIL));
-  ASSERT_THAT(engine_->BlockedPartitions(), ElementsAre(kT0));
+  ASSERT_NO_FATAL_FAILURE(BlockT0());
   ASSERT_THAT(stream_->held(), IsEmpty());
   const uint64_t generation = engine_->BlockedGeneration();
 
@@ -557,4 +538,4 @@ TEST_F(EngineControlTest, SkipOfAFinishedOffsetBehindTheCommitBlockerIsRefused) 
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::testing

@@ -12,18 +12,9 @@
 #include "core/engine/engine.h"
 #include "gtest/gtest.h"
 #include "tests/mocks/engine_fixtures.h"
-#include "tests/mocks/fake_clock.h"
-#include "tests/mocks/fake_dead_letter_writer.h"
-#include "tests/mocks/fake_worker_stream.h"
 
-namespace ferry {
+namespace ferry::testing {
 namespace {
-
-using ::ferry::testing::CommitOffset;
-using ::ferry::testing::EngineTestConfig;
-using ::ferry::testing::FakeClock;
-using ::ferry::testing::FakeDeadLetterWriter;
-using ::ferry::testing::FakeWorkerStream;
 
 const std::vector<std::pair<std::string, std::string>> kHeaders = {
     {"\xc3\x28", "v1"}, {"trace", "v2"}, {std::string("a\0\xff", 3), ""}};
@@ -51,46 +42,38 @@ RawRecord Record(int64_t offset) {
   return record;
 }
 
-TEST(EngineDeadLetterTest, FailedEventIsDeadLetteredWithItsOriginalHeaderNames) {
-  FakeClock clock;
-  FakeDeadLetterWriter writer;
+class EngineDeadLetterTest : public ::testing::Test, public EngineHarness {
+ protected:
+  EngineDeadLetterTest() : EngineHarness(TestConfig(), {{"t", 0}}) {}
+};
+
+TEST_F(EngineDeadLetterTest, FailedEventIsDeadLetteredWithItsOriginalHeaderNames) {
   FakeWorkerStream stream("s");
-  Engine engine(TestConfig(), &clock, &writer);
-  engine.OnAssigned({{"t", 0}});
-  const int64_t stream_id = engine.AddStream(0, &stream);
-  engine.OnReady(stream_id, 10);
+  const int64_t stream_id = Connect(*engine_, stream, 10);
   std::unique_ptr<Decoder> decoder = Decoder::Create(TestConfig().topics).value();
   RawRecord record = Record(0);
   v1::Event event = decoder->Decode(record).value();
-  engine.Submit(std::move(event), record.ByteSize(), record.key);
+  engine_->Submit(std::move(event), record.ByteSize(), record.key);
   std::vector<v1::Event> sent = stream.TakeHeld();
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].headers(0).key(), "\xEF\xBF\xBD(") << "the worker sees valid UTF-8";
-  v1::Results results;
-  v1::Result* result = results.add_results();
-  result->set_id(sent[0].id());
-  result->set_status(v1::Result::FAIL);
-  engine.OnResults(stream_id, results);
-  ASSERT_EQ(writer.written().size(), 1u);
-  EXPECT_EQ(writer.written()[0].headers, kHeaders);
-  EXPECT_EQ(writer.written()[0].processor, "p");
-  writer.Complete();
-  EXPECT_EQ(CommitOffset(engine), 1);
+  engine_->OnResults(stream_id, ResultFor(sent[0].id(), v1::Result::FAIL));
+  ASSERT_EQ(writer_.written().size(), 1u);
+  EXPECT_EQ(writer_.written()[0].headers, kHeaders);
+  EXPECT_EQ(writer_.written()[0].processor, "p");
+  writer_.Complete();
+  EXPECT_EQ(CommitOffset(*engine_), 1);
 }
 
-TEST(EngineDeadLetterTest, PoisonRecordIsDeadLetteredWithItsOriginalHeaderNames) {
-  FakeClock clock;
-  FakeDeadLetterWriter writer;
-  Engine engine(TestConfig(), &clock, &writer);
-  engine.OnAssigned({{"t", 0}});
-  engine.SubmitPoison(Record(0), "undecodable");
-  ASSERT_EQ(writer.written().size(), 1u);
-  EXPECT_EQ(writer.written()[0].headers, kHeaders);
-  EXPECT_EQ(writer.written()[0].processor, "") << "no processor took a poison record";
-  EXPECT_EQ(writer.written()[0].attempts, 0);
-  writer.Complete();
-  EXPECT_EQ(CommitOffset(engine), 1);
+TEST_F(EngineDeadLetterTest, PoisonRecordIsDeadLetteredWithItsOriginalHeaderNames) {
+  engine_->SubmitPoison(Record(0), "undecodable");
+  ASSERT_EQ(writer_.written().size(), 1u);
+  EXPECT_EQ(writer_.written()[0].headers, kHeaders);
+  EXPECT_EQ(writer_.written()[0].processor, "") << "no processor took a poison record";
+  EXPECT_EQ(writer_.written()[0].attempts, 0);
+  writer_.Complete();
+  EXPECT_EQ(CommitOffset(*engine_), 1);
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::testing

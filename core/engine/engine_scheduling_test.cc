@@ -4,6 +4,7 @@
 // event types no processor handles.
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -16,19 +17,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/mocks/engine_fixtures.h"
-#include "tests/mocks/fake_clock.h"
-#include "tests/mocks/fake_dead_letter_writer.h"
-#include "tests/mocks/fake_worker_stream.h"
 
-namespace ferry {
+namespace ferry::testing {
 namespace {
 
-using ::ferry::testing::FakeClock;
-using ::ferry::testing::FakeDeadLetterWriter;
-using ::ferry::testing::FakeWorkerStream;
-using ::ferry::testing::MakeEvent;
-using ::ferry::testing::Offsets;
-using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -63,15 +55,12 @@ Config BaseConfig() {
 
 // An engine with one processor and one stream; `Worker` plays a worker that
 // holds what it was sent and answers when told.
-class Harness {
+class Harness : public EngineHarness {
  public:
-  explicit Harness(const Config& config, DeadLetterWriter* dead_letters = nullptr)
-      : engine_(config, &clock_, dead_letters) {}
-  void Assign(const std::vector<TopicPartition>& partitions) { engine_.OnAssigned(partitions); }
-  void Connect(uint32_t credit) {
-    stream_id_ = engine_.AddStream(0, &stream_);
-    engine_.OnReady(stream_id_, credit);
-  }
+  explicit Harness(const Config& config, DeadLetters dead_letters = DeadLetters::kNone)
+      : EngineHarness(config, {}, dead_letters) {}
+  void Assign(const std::vector<TopicPartition>& partitions) { engine_->OnAssigned(partitions); }
+  void Connect(uint32_t credit) { stream_id_ = ::ferry::testing::Connect(*engine_, stream_, credit); }
   // Moves newly sent events into the worker's hands.
   void Receive() {
     for (v1::Event& event : stream_.TakeHeld()) holding_.push_back(std::move(event));
@@ -80,13 +69,11 @@ class Harness {
   v1::Event Finish(size_t index = 0) {
     v1::Event event = holding_[index];
     holding_.erase(holding_.begin() + static_cast<std::ptrdiff_t>(index));
-    engine_.OnResults(stream_id_, ResultFor(event.id(), v1::Result::OK));
-    engine_.OnCredit(stream_id_, 1);
+    engine_->OnResults(stream_id_, ResultFor(event.id(), v1::Result::OK));
+    engine_->OnCredit(stream_id_, 1);
     return event;
   }
 
-  FakeClock clock_;
-  Engine engine_;
   FakeWorkerStream stream_{"s"};
   int64_t stream_id_ = 0;
   std::deque<v1::Event> holding_;
@@ -102,7 +89,7 @@ TEST(OrderingModeTest, KeyOrderIsKeptWithParallelismAcrossKeys) {
   constexpr int kKeys = 12;
   constexpr int kPerKey = 20;
   for (int i = 0; i < kKeys * kPerKey; ++i) {
-    h.engine_.Submit(MakeEvent({"t", i % 2}, i / 2, "k" + std::to_string(i % kKeys)), 1);
+    h.engine_->Submit(MakeEvent({"t", i % 2}, i / 2, "k" + std::to_string(i % kKeys)), 1);
   }
   h.Connect(1000);
   std::mt19937 random(7);
@@ -139,7 +126,7 @@ TEST(OrderingModeTest, PartitionModeIsStrictPerPartition) {
   h.Assign({{"t", 0}, {"t", 1}});
   for (int i = 0; i < 50; ++i) {
     // Every key differs.
-    h.engine_.Submit(MakeEvent({"t", i % 2}, i / 2, "key-" + std::to_string(i)), 1);
+    h.engine_->Submit(MakeEvent({"t", i % 2}, i / 2, "key-" + std::to_string(i)), 1);
   }
   h.Connect(1000);
   std::map<int32_t, std::vector<int64_t>> order;
@@ -168,13 +155,13 @@ TEST(OrderingModeTest, UnorderedReachesMoreConcurrencyThanLanes) {
   h.Assign({{"u", 0}, {"k", 0}});
   h.Connect(1000);
   // One key, one partition: unordered still runs all 100 at once.
-  for (int i = 0; i < 100; ++i) h.engine_.Submit(MakeEvent({"u", 0}, i, "same"), 1);
+  for (int i = 0; i < 100; ++i) h.engine_->Submit(MakeEvent({"u", 0}, i, "same"), 1);
   h.Receive();
   EXPECT_EQ(h.holding_.size(), 100u);
   // 100 keys in KEY mode: no more than the 4 lanes at once.
   h.holding_.clear();
   for (int i = 0; i < 100; ++i) {
-    h.engine_.Submit(MakeEvent({"k", 0}, i, "key-" + std::to_string(i)), 1);
+    h.engine_->Submit(MakeEvent({"k", 0}, i, "key-" + std::to_string(i)), 1);
   }
   h.Receive();
   EXPECT_LE(h.holding_.size(), 4u);
@@ -211,39 +198,53 @@ class DelayTest : public ::testing::Test {
   std::vector<int64_t> SentOffsets() { return Offsets(h_.stream_.TakeHeld()); }
   void Tick(absl::Duration d) {
     h_.clock_.Advance(d);
-    h_.engine_.OnTimer();
+    h_.engine_->OnTimer();
+  }
+
+  // d/0 and d/1 each have an event in the delay stage; `drop` drops d/0's,
+  // and only d/1's is left, leaving when it is due.
+  void ExpectDelayedEventsOfD0Dropped(const std::function<void(Engine&)>& drop) {
+    h_.engine_->Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
+    h_.engine_->Submit(Stamped(1, 0, absl::ZeroDuration()), 1);
+    drop(*h_.engine_);
+    EXPECT_EQ(h_.engine_->Buffered(), 1);
+    EXPECT_EQ(h_.engine_->Snapshot().delay_stage_events, 1);
+    Tick(absl::Seconds(10));
+    std::vector<v1::Event> sent = h_.stream_.TakeHeld();
+    ASSERT_EQ(sent.size(), 1u);
+    EXPECT_EQ(sent[0].partition(), 1);
   }
 
   Harness h_;
 };
 
 TEST_F(DelayTest, NothingIsDispatchedBeforeTimestampPlusDelay) {
-  h_.engine_.Submit(Stamped(0, 0, absl::Seconds(3)), 1);  // due in 7s
+  h_.engine_->Submit(Stamped(0, 0, absl::Seconds(3)), 1);  // due in 7s
   EXPECT_THAT(SentOffsets(), IsEmpty());
   Tick(absl::Milliseconds(6990));
   EXPECT_THAT(SentOffsets(), IsEmpty());
-  EXPECT_EQ(h_.engine_.Snapshot().delay_stage_events, 1);
+  EXPECT_EQ(h_.engine_->Snapshot().delay_stage_events, 1);
   Tick(absl::Milliseconds(10));
   std::vector<v1::Event> sent = h_.stream_.TakeHeld();
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_GE(h_.clock_.Now(), absl::FromUnixMillis(sent[0].timestamp_ms()) + absl::Seconds(10));
-  EXPECT_EQ(h_.engine_.Snapshot().delay_stage_events, 0);
+  EXPECT_EQ(h_.engine_->Snapshot().delay_stage_events, 0);
 }
 
 TEST_F(DelayTest, TheDelayCountsFromTheRecordTimestampNotFromWhenItWasRead) {
   // Read after a restart, long after it was produced: no further wait.
-  h_.engine_.Submit(Stamped(0, 0, absl::Seconds(30)), 1);
+  h_.engine_->Submit(Stamped(0, 0, absl::Seconds(30)), 1);
   EXPECT_THAT(SentOffsets(), ElementsAre(0));
   // A topic without a delay never waits.
-  h_.engine_.Submit(MakeEvent({"plain", 0}, 0, "a"), 1);
+  h_.engine_->Submit(MakeEvent({"plain", 0}, 0, "a"), 1);
   EXPECT_EQ(h_.stream_.TakeHeld().size(), 1u);
 }
 
 TEST_F(DelayTest, APartitionLeavesInOffsetOrderAndPartitionsAreIndependent) {
-  h_.engine_.Submit(Stamped(0, 0, absl::Seconds(0)), 1);  // due at +10s
+  h_.engine_->Submit(Stamped(0, 0, absl::Seconds(0)), 1);  // due at +10s
   // Stamped earlier, but behind offset 0: it waits for it (late, never early).
-  h_.engine_.Submit(Stamped(0, 1, absl::Seconds(5)), 1);
-  h_.engine_.Submit(Stamped(1, 0, absl::Seconds(5)), 1);  // due at +5s
+  h_.engine_->Submit(Stamped(0, 1, absl::Seconds(5)), 1);
+  h_.engine_->Submit(Stamped(1, 0, absl::Seconds(5)), 1);  // due at +5s
   Tick(absl::Seconds(5));
   std::vector<v1::Event> sent = h_.stream_.TakeHeld();
   ASSERT_EQ(sent.size(), 1u);
@@ -253,9 +254,9 @@ TEST_F(DelayTest, APartitionLeavesInOffsetOrderAndPartitionsAreIndependent) {
 }
 
 TEST_F(DelayTest, PerTypeDelaysAndAShortDelayIsNotHeldUpByALongOne) {
-  h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration(), "slow"), 1);  // 1m
-  h_.engine_.Submit(Stamped(0, 1, absl::ZeroDuration(), "t"), 1);     // 10s
-  h_.engine_.Submit(Stamped(0, 2, absl::ZeroDuration(), "fast"), 1);  // none
+  h_.engine_->Submit(Stamped(0, 0, absl::ZeroDuration(), "slow"), 1);  // 1m
+  h_.engine_->Submit(Stamped(0, 1, absl::ZeroDuration(), "t"), 1);     // 10s
+  h_.engine_->Submit(Stamped(0, 2, absl::ZeroDuration(), "fast"), 1);  // none
   EXPECT_THAT(SentOffsets(), ElementsAre(2));
   Tick(absl::Seconds(10));
   EXPECT_THAT(SentOffsets(), ElementsAre(1));
@@ -266,16 +267,16 @@ TEST_F(DelayTest, PerTypeDelaysAndAShortDelayIsNotHeldUpByALongOne) {
 }
 
 TEST_F(DelayTest, CommitsWaitForDelayedOffsets) {
-  h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
-  h_.engine_.Submit(Stamped(0, 1, absl::ZeroDuration(), "fast"), 1);
+  h_.engine_->Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
+  h_.engine_->Submit(Stamped(0, 1, absl::ZeroDuration(), "fast"), 1);
   h_.Receive();
   ASSERT_EQ(h_.holding_.size(), 1u);
   h_.Finish();
-  EXPECT_THAT(h_.engine_.PendingCommits(), IsEmpty());  // offset 0 still waits
+  EXPECT_THAT(h_.engine_->PendingCommits(), IsEmpty());  // offset 0 still waits
   Tick(absl::Seconds(10));
   h_.Receive();
   h_.Finish();
-  std::vector<CommitPosition> commits = h_.engine_.PendingCommits();
+  std::vector<CommitPosition> commits = h_.engine_->PendingCommits();
   ASSERT_EQ(commits.size(), 1u);
   EXPECT_EQ(commits[0].offset, 2);
 }
@@ -283,71 +284,55 @@ TEST_F(DelayTest, CommitsWaitForDelayedOffsets) {
 TEST_F(DelayTest, AFullDelayStagePausesFetchingAndResumesUnderTheLowMark) {
   // The consumer's loop: submit while not over the high watermark.
   int64_t offset = 0;
-  while (!h_.engine_.OverHighWatermark()) {
+  while (!h_.engine_->OverHighWatermark()) {
     ASSERT_LT(offset, 1000) << "the delay stage never filled";
-    h_.engine_.Submit(Stamped(0, offset, absl::Seconds(10) - absl::Seconds(offset)), 1);
+    h_.engine_->Submit(Stamped(0, offset, absl::Seconds(10) - absl::Seconds(offset)), 1);
     ++offset;
   }
   // Offset 0 was due at once (stamped 10s ago) and went to the worker;
   // offsets 1..5 (due 1..5s from now) fill the stage to max_delayed_events,
   // far under the buffered budget, and the consumer stops there.
   EXPECT_EQ(offset, 6);
-  EXPECT_EQ(h_.engine_.Snapshot().delay_stage_events, 5);
-  EXPECT_EQ(h_.engine_.Buffered(), 6);
-  EXPECT_FALSE(h_.engine_.UnderLowWatermark());
+  EXPECT_EQ(h_.engine_->Snapshot().delay_stage_events, 5);
+  EXPECT_EQ(h_.engine_->Buffered(), 6);
+  EXPECT_FALSE(h_.engine_->UnderLowWatermark());
   // Time frees the stage: offsets 1 and 2 are due.
   Tick(absl::Seconds(2));
-  EXPECT_FALSE(h_.engine_.OverHighWatermark());
-  EXPECT_FALSE(h_.engine_.UnderLowWatermark());  // 3 held > 5 * 0.5
+  EXPECT_FALSE(h_.engine_->OverHighWatermark());
+  EXPECT_FALSE(h_.engine_->UnderLowWatermark());  // 3 held > 5 * 0.5
   Tick(absl::Seconds(1));
-  EXPECT_TRUE(h_.engine_.UnderLowWatermark());
+  EXPECT_TRUE(h_.engine_->UnderLowWatermark());
 }
 
 TEST_F(DelayTest, RevokeDropsDelayedEvents) {
-  h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
-  h_.engine_.Submit(Stamped(1, 0, absl::ZeroDuration()), 1);
-  h_.engine_.OnRevoked({{"d", 0}});
-  EXPECT_EQ(h_.engine_.Buffered(), 1);
-  EXPECT_EQ(h_.engine_.Snapshot().delay_stage_events, 1);
-  Tick(absl::Seconds(10));
-  std::vector<v1::Event> sent = h_.stream_.TakeHeld();
-  ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent[0].partition(), 1);
+  ExpectDelayedEventsOfD0Dropped([](Engine& engine) { engine.OnRevoked({{"d", 0}}); });
 }
 
 TEST_F(DelayTest, AnOffsetResetDropsDelayedEvents) {
-  h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
-  h_.engine_.Submit(Stamped(1, 0, absl::ZeroDuration()), 1);
-  h_.engine_.ResetPartition({"d", 0});
-  EXPECT_EQ(h_.engine_.Buffered(), 1);
-  EXPECT_EQ(h_.engine_.Snapshot().delay_stage_events, 1);
-  Tick(absl::Seconds(10));
-  std::vector<v1::Event> sent = h_.stream_.TakeHeld();
-  ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent[0].partition(), 1);
+  ExpectDelayedEventsOfD0Dropped([](Engine& engine) { engine.ResetPartition({"d", 0}); });
 }
 
 TEST_F(DelayTest, ADueEventOfAPausedPartitionWaitsForTheResume) {
-  h_.engine_.SetPaused({{"d", 0}});
-  h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
+  h_.engine_->SetPaused({{"d", 0}});
+  h_.engine_->Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
   Tick(absl::Seconds(10));
   EXPECT_THAT(SentOffsets(), IsEmpty());
-  h_.engine_.SetPaused({});
+  h_.engine_->SetPaused({});
   EXPECT_THAT(SentOffsets(), ElementsAre(0));
 }
 
 TEST_F(DelayTest, ShutdownDoesNotWaitForEventsStillInTheDelayStage) {
-  h_.engine_.Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
-  h_.engine_.Submit(Stamped(1, 0, absl::ZeroDuration(), "fast"), 1);
-  EXPECT_EQ(h_.engine_.Buffered(), 2);
-  EXPECT_EQ(h_.engine_.Drainable(), 1);  // only the one at the worker
+  h_.engine_->Submit(Stamped(0, 0, absl::ZeroDuration()), 1);
+  h_.engine_->Submit(Stamped(1, 0, absl::ZeroDuration(), "fast"), 1);
+  EXPECT_EQ(h_.engine_->Buffered(), 2);
+  EXPECT_EQ(h_.engine_->Drainable(), 1);  // only the one at the worker
 }
 
 TEST_F(DelayTest, AFutureOrMissingTimestampWaitsTheDelayFromWhenItWasRead) {
   v1::Event future = Stamped(0, 0, -absl::Hours(5));  // a skewed producer clock
-  h_.engine_.Submit(future, 1);
+  h_.engine_->Submit(future, 1);
   v1::Event unstamped = MakeEvent({"d", 1}, 0, "x");
-  h_.engine_.Submit(unstamped, 1);
+  h_.engine_->Submit(unstamped, 1);
   Tick(absl::Milliseconds(9990));
   EXPECT_THAT(SentOffsets(), IsEmpty());
   Tick(absl::Milliseconds(10));
@@ -381,7 +366,7 @@ class PriorityTest : public ::testing::Test {
   void Backlog(const std::string& topic, int count) {
     int64_t& next = next_offset_[topic];
     for (int i = 0; i < count; ++i, ++next) {
-      h_.engine_.Submit(
+      h_.engine_->Submit(
           MakeEvent({topic, 0}, next, topic + "-key-" + std::to_string(next % 200)), 1);
     }
   }
@@ -461,7 +446,7 @@ TEST_F(PriorityTest, ANewSmallTaskIsServedWithinBoundedRoundsBehindALargeOne) {
   Run(300);
   // A small task of the same class arrives: 5 events on 5 keys.
   for (int i = 0; i < 5; ++i) {
-    h_.engine_.Submit(MakeEvent({"hi2", 0}, i, "small-" + std::to_string(i)), 1);
+    h_.engine_->Submit(MakeEvent({"hi2", 0}, i, "small-" + std::to_string(i)), 1);
   }
   // Round-robin across the class's topics: the small task gets every other
   // high pick, so it is done within a few rounds, not after 19,000+ events.
@@ -480,7 +465,7 @@ TEST(PriorityUnorderedTest, SharesHoldForUnorderedTopicsToo) {
   Harness h(PriorityConfig(Ordering::kUnordered));
   h.Assign({{"hi", 0}, {"hi2", 0}, {"med", 0}, {"lo", 0}});
   for (const std::string topic : {"hi", "med", "lo"}) {
-    for (int i = 0; i < 3000; ++i) h.engine_.Submit(MakeEvent({topic, 0}, i, "one-key"), 1);
+    for (int i = 0; i < 3000; ++i) h.engine_->Submit(MakeEvent({topic, 0}, i, "one-key"), 1);
   }
   h.Connect(10);
   std::map<std::string, int> count;
@@ -488,10 +473,10 @@ TEST(PriorityUnorderedTest, SharesHoldForUnorderedTopicsToo) {
     h.Receive();
     for (const v1::Event& event : h.holding_) ++count[event.topic()];
     while (!h.holding_.empty()) {
-      h.engine_.OnResults(h.stream_id_, ResultFor(h.holding_.front().id(), v1::Result::OK));
+      h.engine_->OnResults(h.stream_id_, ResultFor(h.holding_.front().id(), v1::Result::OK));
       h.holding_.pop_front();
     }
-    h.engine_.OnCredit(h.stream_id_, 10);
+    h.engine_->OnCredit(h.stream_id_, 10);
   }
   EXPECT_EQ(count["hi"], 600);
   EXPECT_EQ(count["med"], 300);
@@ -507,7 +492,7 @@ TEST(PriorityTypeTest, EventTypesCanHaveTheirOwnClass) {
   Harness h(config);
   h.Assign({{"t", 0}});
   for (int i = 0; i < 2000; ++i) {
-    h.engine_.Submit(MakeEvent({"t", 0}, i, "k", i % 2 == 0 ? "urgent" : "routine"), 1);
+    h.engine_->Submit(MakeEvent({"t", 0}, i, "k", i % 2 == 0 ? "urgent" : "routine"), 1);
   }
   h.Connect(10);
   h.Receive();
@@ -530,23 +515,23 @@ TEST(RoutingPolicyTest, AnUnknownTypeAtRunTimeIsATerminalFailureByPolicyNeverADr
   config.processors[0].event_types = {"order"};
   config.on_failure = FailurePolicy::kDeadLetter;
   config.dead_letter_topic = "dlq";
-  FakeDeadLetterWriter writer;
-  Harness h(config, &writer);
+  Harness h(config, EngineHarness::DeadLetters::kFakeWriter);
+  FakeDeadLetterWriter& writer = h.writer_;
   h.Assign({{"t", 0}});
   h.Connect(10);
-  h.engine_.Submit(MakeEvent({"t", 0}, 0, "a", "mystery"), 1);
-  h.engine_.Submit(MakeEvent({"t", 0}, 1, "b", "order"), 1);
+  h.engine_->Submit(MakeEvent({"t", 0}, 0, "a", "mystery"), 1);
+  h.engine_->Submit(MakeEvent({"t", 0}, 1, "b", "order"), 1);
   ASSERT_EQ(writer.written().size(), 1u);
   EXPECT_THAT(writer.written()[0].error, HasSubstr("no processor handles event type \"mystery\""));
   EXPECT_EQ(writer.written()[0].source_offset, 0);
   EXPECT_EQ(writer.written()[0].processor, "");
   EXPECT_THAT(Offsets(h.stream_.TakeHeld()), ElementsAre(1));
   // Not done until the dead letter is acknowledged.
-  EXPECT_THAT(h.engine_.PendingCommits(), IsEmpty());
+  EXPECT_THAT(h.engine_->PendingCommits(), IsEmpty());
   writer.Complete();
-  ASSERT_EQ(h.engine_.PendingCommits().size(), 1u);
-  EXPECT_EQ(h.engine_.PendingCommits()[0].offset, 1);
-  EXPECT_EQ(h.engine_.Snapshot().counters.failed, 1);
+  ASSERT_EQ(h.engine_->PendingCommits().size(), 1u);
+  EXPECT_EQ(h.engine_->PendingCommits()[0].offset, 1);
+  EXPECT_EQ(h.engine_->Snapshot().counters.failed, 1);
 }
 
 TEST(RoutingPolicyTest, AnUnknownTypeUnderBlockHoldsItsPartition) {
@@ -557,10 +542,10 @@ TEST(RoutingPolicyTest, AnUnknownTypeUnderBlockHoldsItsPartition) {
   Harness h(config);
   h.Assign({{"t", 0}});
   h.Connect(10);
-  h.engine_.Submit(MakeEvent({"t", 0}, 0, "a", "mystery"), 1);
-  EXPECT_EQ(h.engine_.BlockedPartitions().size(), 1u);
-  EXPECT_EQ(h.engine_.Snapshot().counters.blocked, 1);
+  h.engine_->Submit(MakeEvent({"t", 0}, 0, "a", "mystery"), 1);
+  EXPECT_EQ(h.engine_->BlockedPartitions().size(), 1u);
+  EXPECT_EQ(h.engine_->Snapshot().counters.blocked, 1);
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::testing

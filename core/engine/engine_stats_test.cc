@@ -16,19 +16,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/mocks/engine_fixtures.h"
-#include "tests/mocks/fake_clock.h"
-#include "tests/mocks/fake_dead_letter_writer.h"
-#include "tests/mocks/fake_worker_stream.h"
 
-namespace ferry {
+namespace ferry::testing {
 namespace {
 
-using ::ferry::testing::Connect;
-using ::ferry::testing::FakeClock;
-using ::ferry::testing::FakeDeadLetterWriter;
-using ::ferry::testing::FakeWorkerStream;
-using ::ferry::testing::MakeEvent;
-using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
@@ -71,15 +62,16 @@ std::vector<std::string> DistinctLaneKeys(int n) {
   return keys;
 }
 
-class EngineStatsTest : public ::testing::Test {
+class EngineStatsTest : public ::testing::Test, public EngineHarness {
  protected:
   explicit EngineStatsTest(Config config = TwoProcessorConfig())
       : config_(config),
         registry_(std::make_shared<prometheus::Registry>()),
-        stats_(*registry_, config_),
-        engine_(config_, &clock_, &dead_letters_, &stats_) {
-    engine_.OnAssigned({{"t", 0}, {"t", 1}});
+        stats_(*registry_, config_) {
+    Start(config_, TwoPartitions(), DeadLetters::kFakeWriter, &stats_);
   }
+  // The engine counts into stats_, which dies before the harness base.
+  ~EngineStatsTest() override { engine_.reset(); }
 
   // The registry as /metrics would serve it, parsed strictly.
   Exposition Scrape() {
@@ -90,11 +82,8 @@ class EngineStatsTest : public ::testing::Test {
   }
 
   Config config_;
-  FakeClock clock_;
-  FakeDeadLetterWriter dead_letters_;
   std::shared_ptr<prometheus::Registry> registry_;
   EngineStats stats_;
-  Engine engine_;
 };
 
 TEST_F(EngineStatsTest, TypeLabelsAreBoundedByTheConfig) {
@@ -130,23 +119,21 @@ TEST_F(EngineStatsTest, TopicAndConstantTypesAreLabels) {
 TEST_F(EngineStatsTest, CountsConsumedDispatchedAndResultsWithTimings) {
   FakeWorkerStream slow("slow#0");
   FakeWorkerStream rest("rest#0");
-  const int64_t slow_id = Connect(engine_, slow, 10, 0);
-  const int64_t rest_id = Connect(engine_, rest, 10, 1);
+  const int64_t slow_id = Connect(*engine_, slow, 10, 0);
+  const int64_t rest_id = Connect(*engine_, rest, 10, 1);
 
   const std::vector<std::string> keys = DistinctLaneKeys(3);
-  engine_.Submit(MakeEvent(0, 0, keys[0], "a"), 100);
-  engine_.Submit(MakeEvent(0, 1, keys[1], "b"), 50);
-  engine_.Submit(MakeEvent(1, 0, keys[2], "zzz"), 25);
+  engine_->Submit(MakeEvent(0, 0, keys[0], "a"), 100);
+  engine_->Submit(MakeEvent(0, 1, keys[1], "b"), 50);
+  engine_->Submit(MakeEvent(1, 0, keys[2], "zzz"), 25);
   ASSERT_EQ(slow.held().size(), 1u);
   ASSERT_EQ(rest.held().size(), 2u);
 
   // The slow processor answers after 2s, the other after 10ms.
   clock_.Advance(absl::Milliseconds(10));
-  for (const v1::Event& event : rest.TakeHeld()) {
-    engine_.OnResults(rest_id, ResultFor(event.id(), v1::Result::OK));
-  }
+  AckAll(*engine_, rest_id, rest);
   clock_.Advance(absl::Milliseconds(1990));
-  engine_.OnResults(slow_id, ResultFor(slow.TakeHeld()[0].id(), v1::Result::OK));
+  engine_->OnResults(slow_id, ResultFor(slow.TakeHeld()[0].id(), v1::Result::OK));
 
   const Exposition metrics = Scrape();
   EXPECT_EQ(metrics.Value("ferry_records_consumed_total", {{"topic", "t"}}), 3);
@@ -176,10 +163,10 @@ TEST_F(EngineStatsTest, CountsConsumedDispatchedAndResultsWithTimings) {
 }
 
 TEST_F(EngineStatsTest, EnqueueTimeCountsWaitingForAStream) {
-  engine_.Submit(MakeEvent(0, 0, "k", "a"), 10);
+  engine_->Submit(MakeEvent(0, 0, "k", "a"), 10);
   clock_.Advance(absl::Seconds(3));
   FakeWorkerStream slow("slow#0");
-  Connect(engine_, slow, 10, 0);
+  Connect(*engine_, slow, 10, 0);
   ASSERT_EQ(slow.held().size(), 1u);
   const Exposition metrics = Scrape();
   EXPECT_DOUBLE_EQ(*metrics.Value("ferry_enqueue_duration_seconds_sum",
@@ -189,25 +176,25 @@ TEST_F(EngineStatsTest, EnqueueTimeCountsWaitingForAStream) {
 
 TEST_F(EngineStatsTest, RetriesTimeoutsRedeliveriesStaleAndFailures) {
   FakeWorkerStream slow("slow#0");
-  const int64_t slow_id = Connect(engine_, slow, 10, 0);
-  engine_.Submit(MakeEvent(0, 0, "k", "a"), 10);
+  const int64_t slow_id = Connect(*engine_, slow, 10, 0);
+  engine_->Submit(MakeEvent(0, 0, "k", "a"), 10);
   uint64_t first = slow.TakeHeld()[0].id();
-  engine_.OnResults(slow_id, ResultFor(first, v1::Result::RETRY));
-  engine_.OnResults(slow_id, ResultFor(first, v1::Result::OK));  // stale: already answered
+  engine_->OnResults(slow_id, ResultFor(first, v1::Result::RETRY));
+  engine_->OnResults(slow_id, ResultFor(first, v1::Result::OK));  // stale: already answered
   clock_.Advance(absl::Milliseconds(200));
-  engine_.OnTimer();  // backoff over: attempt 2
+  engine_->OnTimer();  // backoff over: attempt 2
   ASSERT_EQ(slow.held().size(), 1u);
   EXPECT_EQ(slow.held()[0].attempt(), 2);
   // Attempt 2 times out: terminal (max_attempts 2), skipped by policy.
   clock_.Advance(absl::Seconds(11));
-  engine_.OnTimer();
+  engine_->OnTimer();
 
   // A lost stream: its in-flight event is redelivered, not a new attempt.
-  engine_.Submit(MakeEvent(1, 0, "j", "a"), 10);
+  engine_->Submit(MakeEvent(1, 0, "j", "a"), 10);
   ASSERT_EQ(slow.TakeHeld().size(), 2u);  // the timed-out one was also sent before
-  engine_.OnStreamClosed(slow_id);
+  engine_->OnStreamClosed(slow_id);
   FakeWorkerStream again("slow#1");
-  Connect(engine_, again, 10, 0);
+  Connect(*engine_, again, 10, 0);
   ASSERT_EQ(again.held().size(), 1u);
 
   const Exposition metrics = Scrape();
@@ -231,15 +218,15 @@ TEST_F(EngineStatsTest, RetriesTimeoutsRedeliveriesStaleAndFailures) {
 }
 
 TEST_F(EngineStatsTest, DuplicatesPoisonAndRevokedDrops) {
-  engine_.Submit(MakeEvent(0, 5, "k", "a"), 10);
-  engine_.Submit(MakeEvent(0, 5, "k", "a"), 10);  // duplicate
+  engine_->Submit(MakeEvent(0, 5, "k", "a"), 10);
+  engine_->Submit(MakeEvent(0, 5, "k", "a"), 10);  // duplicate
   RawRecord poison;
   poison.topic = "t";
   poison.partition = 1;
   poison.offset = 0;
-  engine_.SubmitPoison(poison, "undecodable");
-  engine_.OnRevoked({{"t", 0}});  // drops the queued event
-  engine_.Submit(MakeEvent(0, 6, "k", "a"), 10);  // not assigned any more
+  engine_->SubmitPoison(poison, "undecodable");
+  engine_->OnRevoked({{"t", 0}});  // drops the queued event
+  engine_->Submit(MakeEvent(0, 6, "k", "a"), 10);  // not assigned any more
 
   const Exposition metrics = Scrape();
   EXPECT_EQ(metrics.Value("ferry_duplicate_records_total"), 1);
@@ -252,19 +239,19 @@ TEST_F(EngineStatsTest, DuplicatesPoisonAndRevokedDrops) {
 
 TEST_F(EngineStatsTest, SnapshotTracksTheOldestUnfinishedEvent) {
   FakeWorkerStream slow("slow#0");
-  const int64_t slow_id = Connect(engine_, slow, 10, 0);
+  const int64_t slow_id = Connect(*engine_, slow, 10, 0);
   const std::vector<std::string> keys = DistinctLaneKeys(3);
   const absl::Time start = clock_.Now();
-  engine_.Submit(MakeEvent(0, 10, keys[0], "a"), 10);
+  engine_->Submit(MakeEvent(0, 10, keys[0], "a"), 10);
   clock_.Advance(absl::Seconds(1));
-  engine_.Submit(MakeEvent(0, 11, keys[1], "a"), 10);
+  engine_->Submit(MakeEvent(0, 11, keys[1], "a"), 10);
   clock_.Advance(absl::Seconds(1));
-  engine_.Submit(MakeEvent(0, 12, keys[2], "a"), 10);
+  engine_->Submit(MakeEvent(0, 12, keys[2], "a"), 10);
   std::vector<v1::Event> sent = slow.TakeHeld();
   ASSERT_EQ(sent.size(), 3u);
 
   auto partition0 = [this] {
-    for (const PartitionSnapshot& partition : engine_.Snapshot().partitions) {
+    for (const PartitionSnapshot& partition : engine_->Snapshot().partitions) {
       if (partition.partition.partition == 0) return partition;
     }
     return PartitionSnapshot{};
@@ -278,20 +265,20 @@ TEST_F(EngineStatsTest, SnapshotTracksTheOldestUnfinishedEvent) {
   EXPECT_FALSE(p.last_committed.has_value());
 
   // 11 finishes first: 10 still blocks.
-  engine_.OnResults(slow_id, ResultFor(sent[1].id(), v1::Result::OK));
+  engine_->OnResults(slow_id, ResultFor(sent[1].id(), v1::Result::OK));
   p = partition0();
   EXPECT_EQ(p.lowest_unfinished, 10);
   EXPECT_EQ(p.oldest_unfinished_since, start);
   // 10 finishes: 12 (consumed at start + 2s) is the blocker now.
-  engine_.OnResults(slow_id, ResultFor(sent[0].id(), v1::Result::OK));
+  engine_->OnResults(slow_id, ResultFor(sent[0].id(), v1::Result::OK));
   p = partition0();
   EXPECT_EQ(p.lowest_unfinished, 12);
   EXPECT_EQ(p.oldest_unfinished_since, start + absl::Seconds(2));
   EXPECT_EQ(p.commit_offset, 12);
   EXPECT_EQ(p.in_flight, 1);
-  engine_.MarkCommitted(engine_.PendingCommits());
+  engine_->MarkCommitted(engine_->PendingCommits());
   EXPECT_EQ(partition0().last_committed, 12);
-  engine_.OnResults(slow_id, ResultFor(sent[2].id(), v1::Result::OK));
+  engine_->OnResults(slow_id, ResultFor(sent[2].id(), v1::Result::OK));
   p = partition0();
   EXPECT_FALSE(p.lowest_unfinished.has_value());
   EXPECT_FALSE(p.oldest_unfinished_since.has_value());
@@ -301,27 +288,27 @@ TEST_F(EngineStatsTest, SnapshotTracksTheOldestUnfinishedEvent) {
 TEST_F(EngineStatsTest, SnapshotLanesDelayStageAndStreams) {
   // No stream for "slow": its events queue; one key fills one lane.
   const std::vector<std::string> keys = DistinctLaneKeys(2);
-  for (int i = 0; i < 5; ++i) engine_.Submit(MakeEvent(0, i, keys[0], "a"), 10);
-  engine_.Submit(MakeEvent(0, 5, keys[1], "a"), 10);
-  EngineSnapshot snapshot = engine_.Snapshot();
+  for (int i = 0; i < 5; ++i) engine_->Submit(MakeEvent(0, i, keys[0], "a"), 10);
+  engine_->Submit(MakeEvent(0, 5, keys[1], "a"), 10);
+  EngineSnapshot snapshot = engine_->Snapshot();
   EXPECT_EQ(snapshot.queued_events, 6);
   EXPECT_EQ(snapshot.longest_lane, 5);
   ASSERT_EQ(snapshot.processors.size(), 2u);
   EXPECT_EQ(snapshot.processors[0].connected_streams, 0);
 
   FakeWorkerStream slow("slow#0");
-  const int64_t slow_id = Connect(engine_, slow, 3, 0);
-  snapshot = engine_.Snapshot();
+  const int64_t slow_id = Connect(*engine_, slow, 3, 0);
+  snapshot = engine_->Snapshot();
   EXPECT_EQ(snapshot.processors[0].connected_streams, 1);
   EXPECT_EQ(snapshot.processors[0].in_flight, 2);  // one per lane (KEY ordering)
   EXPECT_EQ(snapshot.processors[0].credit, 1);
   EXPECT_EQ(snapshot.queued_events, 4);
 
   // A RETRY waits out its backoff in the delay stage.
-  engine_.OnResults(slow_id, ResultFor(slow.TakeHeld()[0].id(), v1::Result::RETRY));
-  snapshot = engine_.Snapshot();
+  engine_->OnResults(slow_id, ResultFor(slow.TakeHeld()[0].id(), v1::Result::RETRY));
+  snapshot = engine_->Snapshot();
   EXPECT_EQ(snapshot.delayed_events, 1);
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::testing

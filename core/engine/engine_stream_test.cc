@@ -11,22 +11,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/mocks/engine_fixtures.h"
-#include "tests/mocks/fake_clock.h"
-#include "tests/mocks/fake_dead_letter_writer.h"
-#include "tests/mocks/fake_worker_stream.h"
 
-namespace ferry {
+namespace ferry::testing {
 namespace {
 
-using ::ferry::testing::CommitOffset;
-using ::ferry::testing::Connect;
-using ::ferry::testing::EngineTestConfig;
-using ::ferry::testing::FakeClock;
-using ::ferry::testing::FakeDeadLetterWriter;
-using ::ferry::testing::FakeWorkerStream;
-using ::ferry::testing::MakeEvent;
-using ::ferry::testing::Offsets;
-using ::ferry::testing::ResultFor;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -40,22 +28,13 @@ Config TestConfig(FailurePolicy policy = FailurePolicy::kSkip) {
   return config;
 }
 
-class EngineStreamTest : public ::testing::Test {
+class EngineStreamTest : public ::testing::Test, public EngineHarness {
  protected:
   void Start(FailurePolicy policy = FailurePolicy::kSkip) {
-    engine_ = std::make_unique<Engine>(TestConfig(policy), &clock_, &writer_);
-    engine_->OnAssigned({{"t", 0}, {"t", 1}, {"t", 2}});
+    EngineHarness::Start(TestConfig(policy), {{"t", 0}, {"t", 1}, {"t", 2}});
     engine_->SetStreamResetter([this](WorkerStream* s) { resets_.push_back(s); });
   }
-  void AckAll(int64_t id, FakeWorkerStream& stream) {
-    for (const v1::Event& event : stream.TakeHeld()) {
-      engine_->OnResults(id, ResultFor(event.id(), v1::Result::OK));
-    }
-  }
 
-  FakeClock clock_;
-  FakeDeadLetterWriter writer_;
-  std::unique_ptr<Engine> engine_;
   std::vector<WorkerStream*> resets_;
 };
 
@@ -124,7 +103,7 @@ TEST_F(EngineStreamTest, UnparsableMessageRedeliversAndNothingMoreIsSentToTheStr
   EXPECT_EQ(engine_->Snapshot().counters.protocol_errors, 1);
   EXPECT_EQ(engine_->Snapshot().counters.redelivered, 2);
   EXPECT_EQ(engine_->Snapshot().counters.acked, 0);
-  AckAll(good_id, good);
+  AckAll(*engine_, good_id, good);
   EXPECT_EQ(engine_->Snapshot().counters.acked, 3);
   EXPECT_EQ(CommitOffset(*engine_, 0), 1);
   EXPECT_EQ(CommitOffset(*engine_, 1), 1);
@@ -174,7 +153,7 @@ TEST_F(EngineStreamTest, RedeliveredEventsTravelAloneAndBystandersAreNotCharged)
   ASSERT_EQ(third.batches().size(), 2u);
   EXPECT_THAT(third.alone(), ElementsAre(true, false));
   EXPECT_EQ(third.batches()[1].events_size(), 2);  // c (redelivered, uncharged) and d
-  AckAll(third_id, third);
+  AckAll(*engine_, third_id, third);
   EXPECT_EQ(CommitOffset(*engine_, 0), 1);
   EXPECT_EQ(CommitOffset(*engine_, 1), 1);
   EXPECT_EQ(CommitOffset(*engine_, 2), 2);
@@ -214,12 +193,12 @@ TEST_F(EngineStreamTest, AStreamIsDrainedForAQuarantinedEvent) {
   ASSERT_EQ(w.held().size(), 3u);
   EXPECT_EQ(w.held()[2].key(), "f");
   // Once y is idle, q goes there, alone.
-  AckAll(y_id, y);
+  AckAll(*engine_, y_id, y);
   ASSERT_EQ(y.held().size(), 1u);
   EXPECT_EQ(y.held()[0].key(), "q");
   EXPECT_TRUE(y.alone().back());
-  AckAll(y_id, y);
-  AckAll(w_id, w);
+  AckAll(*engine_, y_id, y);
+  AckAll(*engine_, w_id, w);
   EXPECT_EQ(CommitOffset(*engine_, 0), 1);
   EXPECT_EQ(CommitOffset(*engine_, 1), 4);
   EXPECT_EQ(CommitOffset(*engine_, 2), 1);
@@ -290,7 +269,7 @@ TEST_F(EngineStreamTest, UpToTheBoundLostStreamsAreRedeliveries) {
   FakeWorkerStream healthy("healthy");
   const int64_t id = Connect(*engine_, healthy, 100);
   ASSERT_EQ(healthy.held().size(), 1u);
-  AckAll(id, healthy);
+  AckAll(*engine_, id, healthy);
   EXPECT_EQ(engine_->Snapshot().counters.redelivered, kMaxRedeliveries);
   EXPECT_EQ(engine_->Snapshot().counters.redelivery_limit, 0);
   EXPECT_EQ(CommitOffset(*engine_, 0), 1);
@@ -339,7 +318,7 @@ TEST_F(EngineStreamTest, QuarantinedEventsAreDroppedOnRevokeAndCanBeSkipped) {
   ASSERT_EQ(stream.held().size(), 1u);
   EXPECT_EQ(stream.held()[0].offset(), 1);
   EXPECT_EQ(stream.held()[0].partition(), 1);
-  AckAll(id, stream);
+  AckAll(*engine_, id, stream);
   EXPECT_EQ(CommitOffset(*engine_, 1), 2);
   EXPECT_EQ(engine_->Buffered(), 0);
 }
@@ -367,4 +346,4 @@ TEST_F(EngineStreamTest, WorkerNamesAndMessagesAreBoundedAndSanitized) {
 }
 
 }  // namespace
-}  // namespace ferry
+}  // namespace ferry::testing

@@ -55,13 +55,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/kafka/broker_environment.h"
 #include "tests/kafka/commit_sampler.h"
+#include "tests/kafka/key_order.h"
 
 namespace ferry::testing {
 namespace {
+
+using ::testing::IsEmpty;
 
 const ::testing::Environment* const kBroker =
     ::testing::AddGlobalTestEnvironment(new BrokerEnvironment("consumer_group_test"));
@@ -406,11 +410,9 @@ void RunGroupScenario(const std::string& name,
   }
   run->handled = static_cast<int64_t>(handled.size());
   std::map<int32_t, std::set<int64_t>> offsets;
-  std::map<std::string, std::vector<const HandledEvent*>> by_key;
   for (const HandledEvent& event : handled) {
     EXPECT_TRUE(event.answer.empty() || event.answer == "OK") << event.answer;
     offsets[event.partition].insert(event.offset);
-    by_key[event.key].push_back(&event);
   }
   for (const auto& [partition, end_offset] : *end) {
     const std::set<int64_t>& seen = offsets[partition];
@@ -421,23 +423,13 @@ void RunGroupScenario(const std::string& name,
       EXPECT_EQ(*seen.rbegin(), end_offset - 1) << partition;
     }
   }
-  ASSERT_EQ(by_key.size(), static_cast<size_t>(kKeys));
+  const KeyOrder order = CheckKeyOrder(handled);
+  ASSERT_THAT(order.violations, IsEmpty());
+  ASSERT_EQ(order.first_delivered.size(), static_cast<size_t>(kKeys));
   int64_t distinct = 0;
-  for (auto& [key, events] : by_key) {
-    std::stable_sort(events.begin(), events.end(),
-                     [](const HandledEvent* a, const HandledEvent* b) {
-                       return a->monotonic_ns < b->monotonic_ns;
-                     });
-    int64_t next_first = 0;
-    for (const HandledEvent* event : events) {
-      if (event->sequence < next_first) continue;  // a redelivery
-      ASSERT_EQ(event->sequence, next_first)
-          << key << ": sequence " << event->sequence << " handled before the first delivery of "
-          << next_first;
-      ++next_first;
-    }
-    ASSERT_EQ(next_first, kPerKey) << key << ": sequences never handled";
-    distinct += next_first;
+  for (const auto& [key, sequences] : order.first_delivered) {
+    ASSERT_EQ(sequences, kPerKey) << key << ": sequences never handled";
+    distinct += sequences;
   }
   EXPECT_EQ(distinct, kEvents);
   run->redelivered = run->handled - distinct;

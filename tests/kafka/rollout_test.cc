@@ -53,12 +53,16 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/kafka/broker_environment.h"
+#include "tests/kafka/key_order.h"
 
 namespace ferry::testing {
 namespace {
+
+using ::testing::IsEmpty;
 
 const ::testing::Environment* const kBroker =
     ::testing::AddGlobalTestEnvironment(new BrokerEnvironment("rollout_test"));
@@ -418,32 +422,18 @@ TEST_P(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
     handled.insert(handled.end(), events_of->begin(), events_of->end());
   }
   std::map<int32_t, std::set<int64_t>> offsets;
-  std::map<std::string, std::vector<const HandledEvent*>> by_key;
   for (const HandledEvent& event : handled) {
     EXPECT_TRUE(event.answer.empty() || event.answer == "OK") << event.answer;
     offsets[event.partition].insert(event.offset);
-    by_key[event.key].push_back(&event);
   }
   for (const auto& [partition, end_offset] : *end) {
     EXPECT_EQ(static_cast<int64_t>(offsets[partition].size()), end_offset)
         << "partition " << partition << ": offsets never handled";
   }
+  const KeyOrder order = CheckKeyOrder(handled);
+  ASSERT_THAT(order.violations, IsEmpty());
   int64_t distinct = 0;
-  for (auto& [key, key_events] : by_key) {
-    std::stable_sort(key_events.begin(), key_events.end(),
-                     [](const HandledEvent* x, const HandledEvent* y) {
-                       return x->monotonic_ns < y->monotonic_ns;
-                     });
-    int64_t next_first = 0;
-    for (const HandledEvent* event : key_events) {
-      if (event->sequence < next_first) continue;  // a redelivery
-      ASSERT_EQ(event->sequence, next_first)
-          << key << ": sequence " << event->sequence << " before the first delivery of "
-          << next_first;
-      ++next_first;
-    }
-    distinct += next_first;
-  }
+  for (const auto& [key, sequences] : order.first_delivered) distinct += sequences;
   EXPECT_EQ(distinct, events) << "events produced but never handled";
   const int64_t duplicates = static_cast<int64_t>(handled.size()) - distinct;
   // Duplicates come from the two eager rebalances (B joins: every partition

@@ -79,4 +79,10 @@ std::optional<int64_t> CommitOffset(const Engine& engine, int32_t partition) {
   return CommitOffset(engine, TopicPartition{"t", partition});
 }
 
+void AckAll(Engine& engine, int64_t stream_id, FakeWorkerStream& stream) {
+  for (const v1::Event& event : stream.TakeHeld()) {
+    engine.OnResults(stream_id, ResultFor(event.id(), v1::Result::OK));
+  }
+}
+
 }  // namespace ferry::testing

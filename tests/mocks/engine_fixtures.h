@@ -1,15 +1,18 @@
-// Shared set-up for the engine's unit tests (core/engine_*_test.cc,
+// Shared set-up for the engine's unit tests (core/engine/engine_*_test.cc,
 // core/engine/committer_test.cc): the base test Config, Events and Results built by
-// hand, and small queries on an Engine. One copy here instead of one per test
-// file; a test that needs a different config changes the fields it cares about
-// on the returned Config, in the test file, where the reader sees it.
+// hand, small queries on an Engine, and EngineHarness, the fake clock, fake
+// dead-letter writer and Engine every one of those tests builds. One copy here
+// instead of one per test file; a test that needs a different config changes
+// the fields it cares about on the returned Config, in the test file, where the
+// reader sees it. Only Engine's public API is used.
 //
-// Threading: plain functions with no state of their own; an Engine passed in
-// is used from the calling thread only, as the tests drive it.
+// Threading: an EngineHarness and an Engine passed in are used from the calling
+// (test) thread only, as the tests drive them; the functions have no state.
 #ifndef FERRY_TESTS_MOCKS_ENGINE_FIXTURES_H_
 #define FERRY_TESTS_MOCKS_ENGINE_FIXTURES_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +21,9 @@
 #include "core/engine/engine.h"
 #include "core/engine/worker_stream.h"
 #include "ferry/v1/processor.pb.h"
+#include "tests/mocks/fake_clock.h"
+#include "tests/mocks/fake_dead_letter_writer.h"
+#include "tests/mocks/fake_worker_stream.h"
 
 namespace ferry::testing {
 
@@ -52,6 +58,55 @@ int64_t Connect(Engine& engine, WorkerStream& stream, uint32_t credit, int proce
 // topic "t"); nullopt if nothing is pending there.
 std::optional<int64_t> CommitOffset(const Engine& engine, const TopicPartition& tp);
 std::optional<int64_t> CommitOffset(const Engine& engine, int32_t partition = 0);
+
+// Acknowledges OK every event `stream` (stream id `stream_id` of `engine`)
+// holds, taking them from it.
+void AckAll(Engine& engine, int64_t stream_id, FakeWorkerStream& stream);
+
+// The fake clock, fake dead-letter writer and Engine of an engine test. Use it
+// as a member, or as a second base of a gtest fixture so a test reads
+// `engine_->Submit(...)`, `clock_.Advance(...)`, `writer_.Complete()`.
+class EngineHarness {
+ public:
+  // Whether the engine gets `writer_` or no dead-letter writer at all.
+  enum class DeadLetters { kFakeWriter, kNone };
+
+  // Partitions 0 and 1 of topic "t".
+  static std::vector<TopicPartition> TwoPartitions() { return {{"t", 0}, {"t", 1}}; }
+
+  // No engine until Start.
+  EngineHarness() = default;
+  // Starts at once (see Start).
+  explicit EngineHarness(const Config& config,
+                         const std::vector<TopicPartition>& assigned = TwoPartitions(),
+                         DeadLetters dead_letters = DeadLetters::kFakeWriter,
+                         EngineStats* stats = nullptr) {
+    Start(config, assigned, dead_letters, stats);
+  }
+  EngineHarness(const EngineHarness&) = delete;
+  EngineHarness& operator=(const EngineHarness&) = delete;
+
+  // Builds `engine_` from `config` on `clock_` (and `writer_` unless
+  // kNone; `stats` may be null) and assigns it `assigned` (none: the test
+  // assigns later); an engine started before is replaced. Returns the new
+  // engine. A derived fixture's members die before this base: a fixture
+  // whose member the engine may still use then (an EngineStats) resets
+  // `engine_` in its destructor.
+  Engine& Start(const Config& config,
+                const std::vector<TopicPartition>& assigned = TwoPartitions(),
+                DeadLetters dead_letters = DeadLetters::kFakeWriter,
+                EngineStats* stats = nullptr) {
+    engine_.reset();
+    engine_ = std::make_unique<Engine>(
+        config, &clock_, dead_letters == DeadLetters::kNone ? nullptr : &writer_, stats);
+    if (!assigned.empty()) engine_->OnAssigned(assigned);
+    return *engine_;
+  }
+
+  FakeClock clock_;
+  FakeDeadLetterWriter writer_;
+  std::unique_ptr<Engine> engine_;
+};
 
 }  // namespace ferry::testing
 

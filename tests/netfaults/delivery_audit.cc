@@ -1,12 +1,11 @@
 #include "tests/netfaults/delivery_audit.h"
 
-#include <algorithm>
-#include <map>
 #include <set>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tests/kafka/key_order.h"
 
 namespace ferry::testing {
 namespace {
@@ -15,28 +14,6 @@ constexpr size_t kMaxProblems = 10;
 
 void Note(DeliveryAudit* audit, std::string problem) {
   if (audit->problems.size() < kMaxProblems) audit->problems.push_back(std::move(problem));
-}
-
-// First deliveries per key in produce order (by handler start time, one
-// CLOCK_MONOTONIC for every process).
-void CheckKeyOrder(const std::vector<HandledEvent>& handled, DeliveryAudit* audit) {
-  std::map<std::string, std::vector<const HandledEvent*>> by_key;
-  for (const HandledEvent& event : handled) by_key[event.key].push_back(&event);
-  for (auto& [key, events] : by_key) {
-    std::stable_sort(events.begin(), events.end(), [](const HandledEvent* a, const HandledEvent* b) {
-      return a->monotonic_ns < b->monotonic_ns;
-    });
-    int64_t next_first = 0;
-    for (const HandledEvent* event : events) {
-      if (event->sequence < next_first) continue;  // a redelivery
-      if (event->sequence > next_first) {
-        ++audit->order_violations;
-        Note(audit, absl::StrCat(key, ": sequence ", event->sequence,
-                                 " handled before the first delivery of ", next_first));
-      }
-      next_first = event->sequence + 1;
-    }
-  }
 }
 
 }  // namespace
@@ -77,7 +54,9 @@ DeliveryAudit AuditDeliveries(const std::vector<HandledEvent>& handled,
       Note(&audit, absl::StrCat("partition ", partition, " offset ", offset, " lost"));
     }
   }
-  CheckKeyOrder(handled, &audit);
+  const KeyOrder order = CheckKeyOrder(handled);
+  audit.order_violations = static_cast<int64_t>(order.violations.size());
+  for (const std::string& violation : order.violations) Note(&audit, violation);
   return audit;
 }
 

@@ -31,10 +31,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
+#include "tests/netfaults/delivery_audit.h"
 #include "tests/netfaults/toxiproxy.h"
 #include "tests/tools/kafka_admin.h"
 
@@ -62,7 +64,6 @@ int64_t EventCount(int64_t fallback) {
 
 // A record's identity as kafka_tool produce writes it.
 using RecordId = std::pair<std::string, int64_t>;  // key, sequence
-RecordId IdOf(int64_t i, int keys) { return {absl::StrCat("key-", i % keys), i / keys}; }
 
 // Lines of a worker's --record_starts file: "<key>\t<sequence>\t<ns>".
 std::vector<RecordId> ReadStarts(const std::string& path) {
@@ -170,20 +171,20 @@ class WorkerFaultsTest : public ::testing::Test {
         << LogTail(ferry);
   }
 
-  // Dead letters (key, sequence) read back from the DLQ topic.
-  std::set<RecordId> DeadLetters() {
-    std::set<RecordId> dead;
-    absl::StatusOr<std::vector<test_tools::ConsumedRecord>> records =
+  // What happened to each record (tests/netfaults/delivery_audit.h): what
+  // the workers recorded against the topic's end offsets and its dead-letter
+  // topic. An audit that cannot read them counts lost = -1.
+  DeliveryAudit Audit(const std::vector<HandledEvent>& handled) {
+    absl::StatusOr<test_tools::OffsetMap> end =
+        test_tools::ReadEndOffsets(cluster_->bootstrap, topic_);
+    EXPECT_TRUE(end.ok()) << end.status();
+    absl::StatusOr<std::vector<test_tools::ConsumedRecord>> dead =
         test_tools::ReadTopic(cluster_->bootstrap, absl::StrCat(topic_, "-dlq"));
-    EXPECT_TRUE(records.ok()) << records.status();
-    if (!records.ok()) return dead;
-    for (const test_tools::ConsumedRecord& record : *records) {
-      int64_t sequence = -1;
-      if (record.key.has_value() && absl::SimpleAtoi(record.value, &sequence)) {
-        dead.emplace(*record.key, sequence);
-      }
-    }
-    return dead;
+    EXPECT_TRUE(dead.ok()) << dead.status();
+    if (end.ok() && dead.ok()) return AuditDeliveries(handled, *end, *dead);
+    DeliveryAudit unread;
+    unread.lost = -1;
+    return unread;
   }
 
   std::string topic_;
@@ -256,22 +257,18 @@ TEST_F(WorkerFaultsTest, VanishedWorkerHostsEventsAreRedeliveredNotTimedOut) {
   for (const HandledEvent& event : *handled) {
     if (event.answer == "OK") acked.emplace(event.key, event.sequence);
   }
-  const std::set<RecordId> dead = DeadLetters();
-  int64_t lost = 0;
-  for (int64_t i = 0; i < events; ++i) {
-    const RecordId id = IdOf(i, kKeys);
-    if (acked.count(id) == 0 && dead.count(id) == 0) ++lost;
-  }
+  const DeliveryAudit audit = Audit(*handled);
   int64_t held_not_redelivered = 0;
   for (const RecordId& id : held) held_not_redelivered += acked.count(id) == 0 ? 1 : 0;
   const int64_t runs = static_cast<int64_t>(held.size() + handled->size());
-  std::cout << "vanished worker result: lost=" << lost
+  std::cout << "vanished worker result: lost=" << audit.lost
             << " duplicated=" << (runs - static_cast<int64_t>(acked.size()))
-            << " (handler runs beyond the first per record) dead_lettered=" << dead.size()
+            << " (handler runs beyond the first per record) dead_lettered=" << audit.dead_lettered
             << " held_by_vanished=" << held.size() << " redelivered=" << redelivered
             << " acked=" << acked.size() << std::endl;
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(dead.size(), 0u) << "a vanished worker's events are redelivered, not timed out";
+  EXPECT_EQ(audit.events, events);
+  EXPECT_EQ(audit.lost, 0) << absl::StrJoin(audit.problems, "; ");
+  EXPECT_EQ(audit.dead_lettered, 0) << "a vanished worker's events are redelivered, not timed out";
   EXPECT_EQ(held_not_redelivered, 0);
   EXPECT_GE(redelivered, static_cast<int64_t>(held.size()));
   EXPECT_EQ(ReadStats(survivor.stats_path)["credit_violations"], 0);
@@ -358,32 +355,29 @@ TEST_F(WorkerFaultsTest, PartitionedWorkerComesBackWithoutDoubleCreditOrStuckPar
   ASSERT_EQ(StopWorker(b), 0);
 
   std::set<RecordId> acked;
-  int64_t runs = 0;
+  std::vector<HandledEvent> all;
   for (const Worker* worker : {&a, &b}) {
     absl::StatusOr<std::vector<HandledEvent>> handled = ReadHandledEvents(worker->record_path);
     ASSERT_TRUE(handled.ok()) << handled.status();
-    runs += static_cast<int64_t>(handled->size());
+    all.insert(all.end(), handled->begin(), handled->end());
     for (const HandledEvent& event : *handled) {
       if (event.answer == "OK") acked.emplace(event.key, event.sequence);
     }
   }
-  const std::set<RecordId> dead = DeadLetters();
-  int64_t lost = 0;
-  for (int64_t i = 0; i < events; ++i) {
-    const RecordId id = IdOf(i, kKeys);
-    if (acked.count(id) == 0 && dead.count(id) == 0) ++lost;
-  }
+  const DeliveryAudit audit = Audit(all);
+  const int64_t runs = static_cast<int64_t>(all.size());
   std::map<std::string, int64_t> stats_a = ReadStats(a.stats_path);
   std::map<std::string, int64_t> stats_b = ReadStats(b.stats_path);
-  std::cout << "partitioned worker result: lost=" << lost
+  std::cout << "partitioned worker result: lost=" << audit.lost
             << " duplicated=" << (runs - static_cast<int64_t>(acked.size()))
-            << " (handler runs beyond the first per record) dead_lettered=" << dead.size()
+            << " (handler runs beyond the first per record) dead_lettered=" << audit.dead_lettered
             << " redelivered=" << redelivered << " acked=" << acked.size()
             << " max_held a/b=" << stats_a["max_held"] << "/" << stats_b["max_held"]
             << " credit_violations a/b=" << stats_a["credit_violations"] << "/"
             << stats_b["credit_violations"] << std::endl;
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(dead.size(), 0u);
+  EXPECT_EQ(audit.events, events);
+  EXPECT_EQ(audit.lost, 0) << absl::StrJoin(audit.problems, "; ");
+  EXPECT_EQ(audit.dead_lettered, 0);
   EXPECT_GT(redelivered, 0);
   // Credit: no stream ever got more than the worker granted on it.
   EXPECT_EQ(stats_a["credit_violations"], 0);

@@ -93,6 +93,14 @@ func (h *harness) dial() *client {
 
 // dialResultsCredit opens a stream whose call metadata says
 // `ferry-results-credit: 1`.
+// dialReady opens a stream and reads the worker's Ready.
+func (h *harness) dialReady() *client {
+	h.t.Helper()
+	c := h.dial()
+	c.readReady()
+	return c
+}
+
 func (h *harness) dialResultsCredit() *client {
 	h.t.Helper()
 	return newClient(h.t, h.conn(), true)
@@ -323,8 +331,7 @@ func TestCreditRidesInResultsWhenFerryAsks(t *testing.T) {
 
 func TestWithoutTheHeaderCreditIsItsOwnMessage(t *testing.T) {
 	h := start(t, ok, ferry.Options{MaxInFlight: 8})
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1, 2, 3, 4})
 	c.readCredit(4) // fails on credit inside Results
 	if c.credit != 4 || c.credits < 1 || fmt.Sprint(c.resultIDs()) != "[1 2 3 4]" {
@@ -377,8 +384,7 @@ func TestOutcomesMapToStatuses(t *testing.T) {
 		}
 		return ferry.OK()
 	}, ferry.Options{MaxInFlight: 16})
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1, 2, 3, 4, 5, 6, 7, 8}, "retry", "retry-default", "retry-1us", "fail", "panic", "panic-err", "zero", "ok")
 	c.readCredit(8)
 	r := c.results
@@ -425,8 +431,7 @@ func TestEventsOfOneMessageRunConcurrently(t *testing.T) {
 			return ferry.Fail("not concurrent")
 		}
 	}, ferry.Options{MaxInFlight: 8, Concurrency: 3})
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1, 2, 3})
 	c.readCredit(3)
 	for id, r := range c.results {
@@ -450,8 +455,7 @@ func TestConcurrencyBoundsRunningHandlers(t *testing.T) {
 		running.Add(-1)
 		return ferry.OK()
 	}, ferry.Options{MaxInFlight: 20, Concurrency: 2})
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
 	c.readCredit(10)
 	if len(c.results) != 10 || peak.Load() != 2 {
@@ -476,8 +480,7 @@ func TestCancelCancelsContextSuppressesResultReturnsCredit(t *testing.T) {
 		return ferry.OK()
 	}, ferry.Options{MaxInFlight: 4})
 	w.Store(h.w)
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1})
 	<-started
 	c.sendCancel(1, 99) // 99 is unknown: ignored
@@ -505,8 +508,7 @@ func TestCancelledBeforeStartIsSkipped(t *testing.T) {
 		}
 		return ferry.OK()
 	}, ferry.Options{MaxInFlight: 4, Concurrency: 1}) // event 2 waits for event 1's slot
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1})
 	<-started
 	c.sendEvents([]uint64{2})
@@ -578,8 +580,7 @@ func TestCreditViolationIsCountedAndStillProcessed(t *testing.T) {
 		<-release
 		return ferry.OK()
 	}, ferry.Options{MaxInFlight: 2})
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1, 2, 3, 4, 5})
 	<-started // the whole message was accepted by now
 	if h.w.CreditViolations() != 3 || h.w.MaxHeld() != 5 {
@@ -605,8 +606,7 @@ func TestStreamClosedByFerryCancelsHandlersAndDropsResults(t *testing.T) {
 	}, ferry.Options{MaxInFlight: 4})
 
 	// ferry half-closes: the worker ends the stream (OK) without waiting.
-	c1 := h.dial()
-	c1.readReady()
+	c1 := h.dialReady()
 	c1.sendEvents([]uint64{1})
 	<-started
 	if err := c1.stream.CloseSend(); err != nil {
@@ -620,8 +620,7 @@ func TestStreamClosedByFerryCancelsHandlersAndDropsResults(t *testing.T) {
 	}
 
 	// ferry cancels the call with work in flight.
-	c2 := h.dial()
-	c2.readReady()
+	c2 := h.dialReady()
 	c2.sendEvents([]uint64{3})
 	<-started
 	c2.cancel()
@@ -635,8 +634,7 @@ func TestStreamClosedByFerryCancelsHandlersAndDropsResults(t *testing.T) {
 	}
 
 	// The worker keeps serving new streams.
-	c3 := h.dial()
-	c3.readReady()
+	c3 := h.dialReady()
 	c3.sendEvents([]uint64{10})
 	c3.readCredit(1)
 	if fmt.Sprint(c3.resultIDs()) != "[10]" {
@@ -656,8 +654,7 @@ func TestGracefulStopDeliversInFlightResultWithinGrace(t *testing.T) {
 		return ferry.OK()
 	}, ferry.Options{MaxInFlight: 4})
 	w.Store(h.w)
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{7})
 	<-started
 
@@ -717,8 +714,7 @@ func TestStopRefusesNewStreamsAndEventsWhileDraining(t *testing.T) {
 		<-release
 		return ferry.OK()
 	}, ferry.Options{MaxInFlight: 4})
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1})
 	<-started
 	stopped := make(chan error, 1)
@@ -757,8 +753,7 @@ func TestStopGraceExpiryCancelsAndEndsStreams(t *testing.T) {
 		close(cancelled)
 		return ferry.OK()
 	}, ferry.Options{MaxInFlight: 4})
-	c := h.dial()
-	c.readReady()
+	c := h.dialReady()
 	c.sendEvents([]uint64{1})
 	<-started
 	t0 := time.Now()

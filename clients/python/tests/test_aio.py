@@ -60,6 +60,14 @@ class AioClient:
         await self.channel.close()
 
 
+async def connected(handle, **options):
+    """An aio worker running ``handle`` and one stream to it, past Ready."""
+    w = ferry_worker.aio.Worker(handle, **options)
+    c = AioClient(await w.start("127.0.0.1:0"))
+    await c.read_ready()
+    return w, c
+
+
 def run(coro):
     asyncio.run(asyncio.wait_for(coro, 60))
 
@@ -114,10 +122,7 @@ def test_async_cancel_cancels_the_task():
                     raise
             return ferry_worker.ok()
 
-        w = ferry_worker.aio.Worker(handle, max_in_flight=4)
-        port = await w.start("127.0.0.1:0")
-        c = AioClient(port)
-        await c.read_ready()
+        w, c = await connected(handle, max_in_flight=4)
         await c.call.write(events_request([1]))
         await asyncio.wait_for(started.wait(), TIMEOUT)
         await c.call.write(pb.ProcessRequest(cancel=pb.Cancel(ids=[1])))
@@ -145,10 +150,7 @@ def test_async_concurrency_limit():
             running -= 1
             return ferry_worker.ok()
 
-        w = ferry_worker.aio.Worker(handle, max_in_flight=16, concurrency=3)
-        port = await w.start("127.0.0.1:0")
-        c = AioClient(port)
-        await c.read_ready()
+        w, c = await connected(handle, max_in_flight=16, concurrency=3)
         await c.call.write(events_request(list(range(1, 13))))
         await c.read_credit(12)
         assert len(c.results) == 12 and peak == 3
@@ -169,10 +171,7 @@ def test_async_graceful_stop_and_stream_end_cancels():
             await asyncio.sleep(0.05)
             return ferry_worker.ok()
 
-        w = ferry_worker.aio.Worker(handle, max_in_flight=4)
-        port = await w.start("127.0.0.1:0")
-        c = AioClient(port)
-        await c.read_ready()
+        w, c = await connected(handle, max_in_flight=4)
         await c.call.write(events_request([7]))
         await asyncio.wait_for(started.wait(), TIMEOUT)
         t0 = time.monotonic()
@@ -183,7 +182,7 @@ def test_async_graceful_stop_and_stream_end_cancels():
         await stop
         assert time.monotonic() - t0 < 5
         await w.wait()
-        late = AioClient(port)
+        late = AioClient(w.port)
         try:
             await asyncio.wait_for(late.call.read(), TIMEOUT)
         except aio.AioRpcError:
@@ -210,10 +209,7 @@ def test_async_stream_end_cancels_running_handlers():
                 raise
             return ferry_worker.ok()
 
-        w = ferry_worker.aio.Worker(handle, max_in_flight=4)
-        port = await w.start("127.0.0.1:0")
-        c = AioClient(port)
-        await c.read_ready()
+        w, c = await connected(handle, max_in_flight=4)
         await c.call.write(events_request([1]))
         await asyncio.wait_for(started.wait(), TIMEOUT)
         await c.call.done_writing()

@@ -15,6 +15,22 @@ from ferry_worker.v1 import processor_pb2 as pb
 OK, RETRY, FAIL = pb.Result.OK, pb.Result.RETRY, pb.Result.FAIL
 
 
+def connected(workers, clients, handle, **options):
+    """A worker running ``handle`` (``workers`` options) and one stream to it, past Ready."""
+    w = workers(handle, **options)
+    c = clients(w.port)
+    c.read_ready()
+    return w, c
+
+
+def started_on_event_1(workers, clients, handle, started):
+    """connected() with credit 4, then event 1 sent and ``handle`` running it
+    (it sets ``started``)."""
+    w, c = connected(workers, clients, handle, max_in_flight=4)
+    c.send_events([1])
+    assert started.wait(10)
+    return w, c
+
 def test_bad_options_are_rejected():
     def h(e):
         return ferry_worker.ok()
@@ -74,9 +90,7 @@ def test_credit_rides_in_results_when_ferry_asks(workers, clients):
 
 
 def test_without_the_header_credit_is_its_own_message(workers, clients):
-    w = workers(lambda e: ferry_worker.ok(), max_in_flight=8)
-    c = clients(w.port)
-    c.read_ready()
+    w, c = connected(workers, clients, lambda e: ferry_worker.ok(), max_in_flight=8)
     c.send_events([1, 2, 3, 4])
     c.read_credit(4)  # fails on credit inside Results
     assert c.credit_total == 4
@@ -132,9 +146,7 @@ def test_outcomes_map_to_statuses(workers, clients):
             return None
         return ferry_worker.ok()
 
-    w = workers(handle, max_in_flight=16)
-    c = clients(w.port)
-    c.read_ready()
+    w, c = connected(workers, clients, handle, max_in_flight=16)
     payloads = [b"retry", b"retry-default", b"retry-1us", b"fail", b"raise", b"raise-empty",
                 b"none", b"ok"]
     c.send_events(list(range(1, 9)), payloads)
@@ -163,9 +175,7 @@ def test_events_of_one_message_run_concurrently(workers, clients):
         barrier.wait()  # breaks (FAIL) unless all three run at the same time
         return ferry_worker.ok()
 
-    w = workers(handle, max_in_flight=8, concurrency=3)
-    c = clients(w.port)
-    c.read_ready()
+    w, c = connected(workers, clients, handle, max_in_flight=8, concurrency=3)
     c.send_events([1, 2, 3])
     c.read_credit(3)
     assert [c.results[i].status for i in (1, 2, 3)] == [OK, OK, OK]
@@ -185,9 +195,7 @@ def test_concurrency_bounds_running_handlers(workers, clients):
             running -= 1
         return ferry_worker.ok()
 
-    w = workers(handle, max_in_flight=20, concurrency=2)
-    c = clients(w.port)
-    c.read_ready()
+    w, c = connected(workers, clients, handle, max_in_flight=20, concurrency=2)
     c.send_events(list(range(1, 11)))
     c.read_credit(10)
     assert len(c.results) == 10
@@ -210,11 +218,7 @@ def test_cancel_suppresses_result_but_returns_credit(workers, clients):
             release.set()
         return ferry_worker.ok()
 
-    w = workers(handle, max_in_flight=4)
-    c = clients(w.port)
-    c.read_ready()
-    c.send_events([1])
-    assert started.wait(10)
+    w, c = started_on_event_1(workers, clients, handle, started)
     c.send_cancel([1, 99])  # 99 is unknown: ignored
     c.send_events([2])
     c.read_credit(2)
@@ -290,9 +294,7 @@ def test_credit_violation_is_counted_and_still_processed(workers, clients):
         release.wait(10)
         return ferry_worker.ok()
 
-    w = workers(handle, max_in_flight=2)
-    c = clients(w.port)
-    c.read_ready()
+    w, c = connected(workers, clients, handle, max_in_flight=2)
     c.send_events([1, 2, 3, 4, 5])
     assert started.wait(10)  # the whole message was accepted by now
     assert w.credit_violations == 3
@@ -396,11 +398,7 @@ def test_stop_refuses_new_streams_and_events_while_draining(workers, clients):
         release.wait(10)
         return ferry_worker.ok()
 
-    w = workers(handle, max_in_flight=4)
-    c = clients(w.port)
-    c.read_ready()
-    c.send_events([1])
-    assert started.wait(10)
+    w, c = started_on_event_1(workers, clients, handle, started)
     t = threading.Thread(target=w.stop, args=(10,))
     t.start()
     deadline = time.monotonic() + 10
@@ -427,11 +425,7 @@ def test_stop_grace_expiry_ends_streams(workers, clients):
         release.wait(10)
         return ferry_worker.ok()
 
-    w = workers(handle, max_in_flight=4)
-    c = clients(w.port)
-    c.read_ready()
-    c.send_events([1])
-    assert started.wait(10)
+    w, c = started_on_event_1(workers, clients, handle, started)
     t0 = time.monotonic()
     w.stop(0.3)
     took = time.monotonic() - t0
@@ -467,9 +461,7 @@ def test_async_handler_on_the_sync_worker(workers, clients):
             raise ValueError("async boom")
         return ferry_worker.retry("later", after_seconds=2)
 
-    w = workers(handle, max_in_flight=4)
-    c = clients(w.port)
-    c.read_ready()
+    w, c = connected(workers, clients, handle, max_in_flight=4)
     c.send_events([1, 2], [b"x", b"raise"])
     c.read_credit(2)
     assert (c.results[1].status, c.results[1].retry_after_ms) == (RETRY, 2000)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,26 +13,23 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/ferry/ferry/clients/go/ferrypb"
+	"github.com/ferry/ferry/clients/go/internal/childtest"
 )
+
+const childEnv = "FERRY_EXAMPLE_WORKER_CHILD"
 
 // The test binary doubles as the example worker (run as a child process).
 func TestMain(m *testing.M) {
-	if os.Getenv("FERRY_EXAMPLE_WORKER_CHILD") == "1" {
-		os.Exit(run())
-	}
-	os.Exit(m.Run())
+	childtest.Main(m, childEnv, run)
 }
 
 func startChild(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "FERRY_EXAMPLE_WORKER_CHILD=1")
+	cmd := childtest.Command(t, childEnv, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -42,12 +38,6 @@ func startChild(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
 	return cmd, bufio.NewReader(out)
 }
 
@@ -78,30 +68,17 @@ func TestExampleWorkerFlagsRecordStatsAndSigterm(t *testing.T) {
 		t.Errorf("stdout %q, want %q", line, want)
 	}
 
-	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	stream, err := ferrypb.NewProcessorClient(conn).Process(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := childtest.Process(t, fmt.Sprintf("127.0.0.1:%d", port))
 	m, err := stream.Recv()
 	if err != nil || m.GetReady().GetMaxInFlight() != 5 || m.GetReady().GetWorkerName() != "ex-1" {
 		t.Fatalf("ready: %v %v", m, err)
 	}
 	before := monotonicNanos()
-	evs := []*ferrypb.Event{
+	childtest.SendEvents(t, stream, []*ferrypb.Event{
 		{Id: 1, Key: []byte("k1"), Payload: []byte("a\tb"), Partition: 2, Offset: 10},
 		{Id: 2, Key: []byte("k2"), Payload: []byte("plain"), Partition: 2, Offset: 11},
 		{Id: 3, Key: []byte("k3"), Payload: []byte("x\\y\nz"), Partition: 3, Offset: 12},
-	}
-	if err := stream.Send(&ferrypb.ProcessRequest{Kind: &ferrypb.ProcessRequest_Events{Events: &ferrypb.Events{Events: evs}}}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	results, credit := 0, 0
 	for credit < 3 {
 		m, err := stream.Recv()

@@ -1,28 +1,24 @@
 package main
 
 import (
-	"context"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/ferry/ferry/clients/go/ferrypb"
+	"github.com/ferry/ferry/clients/go/internal/childtest"
 )
+
+const childEnv = "FERRY_HELLO_CHILD"
 
 // The test binary doubles as hello (run as a child process).
 func TestMain(m *testing.M) {
-	if os.Getenv("FERRY_HELLO_CHILD") == "1" {
+	childtest.Main(m, childEnv, func() int {
 		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+		return 0
+	})
 }
 
 func TestHelloServesAndStopsOnSigterm(t *testing.T) {
@@ -33,18 +29,11 @@ func TestHelloServesAndStopsOnSigterm(t *testing.T) {
 	addr := lis.Addr().String()
 	lis.Close()
 	var stderr strings.Builder
-	cmd := exec.Command(os.Args[0], addr)
-	cmd.Env = append(os.Environ(), "FERRY_HELLO_CHILD=1")
+	cmd := childtest.Command(t, childEnv, addr)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
@@ -53,24 +42,11 @@ func TestHelloServesAndStopsOnSigterm(t *testing.T) {
 			t.Fatalf("hello not listening: %v", err)
 		}
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	stream, err := ferrypb.NewProcessorClient(conn).Process(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := childtest.Process(t, addr)
 	if m, err := stream.Recv(); err != nil || m.GetReady().GetWorkerName() != "hello" {
 		t.Fatalf("ready: %v %v", m, err)
 	}
-	evs := []*ferrypb.Event{{Id: 1, Topic: "t", Payload: []byte("hi")}, {Id: 2}}
-	if err := stream.Send(&ferrypb.ProcessRequest{Kind: &ferrypb.ProcessRequest_Events{Events: &ferrypb.Events{Events: evs}}}); err != nil {
-		t.Fatal(err)
-	}
+	childtest.SendEvents(t, stream, []*ferrypb.Event{{Id: 1, Topic: "t", Payload: []byte("hi")}, {Id: 2}})
 	got := map[uint64]*ferrypb.Result{}
 	for credit := 0; credit < 2; {
 		m, err := stream.Recv()

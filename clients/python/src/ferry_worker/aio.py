@@ -18,33 +18,11 @@ plain ``def`` handler is accepted too and runs on a thread pool of
 
 from __future__ import annotations
 
-import logging
-from typing import Callable, Optional
-
-from ferry_worker._core import _Core
+from ferry_worker._base import _WorkerBase
 
 
-class Worker:
+class Worker(_WorkerBase):
     """Same options and semantics as :class:`ferry_worker.Worker`, with awaitable methods."""
-
-    def __init__(
-        self,
-        handler: Callable,
-        *,
-        max_in_flight: int = 64,
-        concurrency: int = 8,
-        name: Optional[str] = None,
-        max_results_batch: int = 256,
-        logger: Optional[logging.Logger] = None,
-    ):
-        self._core = _Core(
-            handler,
-            max_in_flight=max_in_flight,
-            concurrency=concurrency,
-            name=name,
-            max_results_batch=max_results_batch,
-            logger=logger,
-        )
 
     async def start(self, address: str = "127.0.0.1:0") -> int:
         """Binds ``address`` and starts serving on the running loop; returns the port."""
@@ -65,26 +43,3 @@ class Worker:
 
     async def __aexit__(self, *exc) -> None:
         await self.stop(0)
-
-    @property
-    def port(self) -> int:
-        return self._core.port
-
-    @property
-    def stopping(self) -> bool:
-        return self._core.stopping
-
-    def is_cancelled(self, event_id: int) -> bool:
-        return self._core.is_cancelled(event_id)
-
-    @property
-    def events_received(self) -> int:
-        return self._core.events_received
-
-    @property
-    def max_held(self) -> int:
-        return self._core.max_held
-
-    @property
-    def credit_violations(self) -> int:
-        return self._core.credit_violations

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 import threading
 from typing import Callable, Iterable, Optional
 
-from ferry_worker._core import _Core
+from ferry_worker._base import _WorkerBase
 
 
-class Worker:
+class Worker(_WorkerBase):
     """Serves ferry's Processor streams and runs ``handler`` for every event.
 
     ``handler(event) -> ferry_worker.Result`` (or ``handler(event, ctx)`` to get a
@@ -33,24 +32,8 @@ class Worker:
     thread-safe. ``stop()`` must not be called from inside a handler.
     """
 
-    def __init__(
-        self,
-        handler: Callable,
-        *,
-        max_in_flight: int = 64,
-        concurrency: int = 8,
-        name: Optional[str] = None,
-        max_results_batch: int = 256,
-        logger: Optional[logging.Logger] = None,
-    ):
-        self._core = _Core(
-            handler,
-            max_in_flight=max_in_flight,
-            concurrency=concurrency,
-            name=name,
-            max_results_batch=max_results_batch,
-            logger=logger,
-        )
+    def __init__(self, handler: Callable, **options):
+        super().__init__(handler, **options)
         self._lock = threading.Lock()
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
@@ -148,38 +131,6 @@ class Worker:
 
     def __exit__(self, *exc) -> None:
         self.stop(0)
-
-    # ---- state ----
-
-    @property
-    def port(self) -> int:
-        """The bound TCP port (0 before start() or for unix:)."""
-        return self._core.port
-
-    @property
-    def stopping(self) -> bool:
-        """True once stop() was called; long handlers may poll it."""
-        return self._core.stopping
-
-    def is_cancelled(self, event_id: int) -> bool:
-        """True while the event with this delivery id is being processed after
-        ferry cancelled it (its result will not be sent)."""
-        return self._core.is_cancelled(event_id)
-
-    @property
-    def events_received(self) -> int:
-        """Events received over all streams."""
-        return self._core.events_received
-
-    @property
-    def max_held(self) -> int:
-        """Most events held at once on one stream (received, credit not returned)."""
-        return self._core.max_held
-
-    @property
-    def credit_violations(self) -> int:
-        """Events ferry sent beyond the credit granted (a protocol violation)."""
-        return self._core.credit_violations
 
     # ---- the loop thread ----
 
