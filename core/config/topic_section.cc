@@ -81,19 +81,11 @@ absl::Status ReadFieldSource(const YamlReader& reader, const YAML::Node& node,
 // topics[i].delays: {event type: duration}.
 absl::Status ReadDelays(const YamlReader& reader, const YAML::Node& value,
                         const std::string& path, int line, TopicConfig* topic) {
-  if (value.IsNull() || !value.IsMap()) {
-    return reader.Error(line, path,
-                        absl::StrCat("expected a map of event type to delay, "
-                                     "e.g. `delays: {order.reminder: 1h}`, got ",
-                                     Describe(value)));
-  }
-  return reader.ForEachField(
-      value, path, line, {},
+  return reader.ForEachNamedEntry(
+      value, path, line, /*allow_empty=*/true,
+      "event type to delay, e.g. `delays: {order.reminder: 1h}`", "an event type",
       [&](const std::string& type, const std::string& p, int, const YAML::Node& v,
           int l) -> absl::Status {
-        if (absl::StripAsciiWhitespace(type).empty()) {
-          return reader.Error(l, p, "an event type must not be empty");
-        }
         absl::Duration delay;
         absl::Status got = reader.GetDuration(v, p, l, /*allow_zero=*/true,
                                               absl::StrCat(type, ": 1h"), &delay);
@@ -205,19 +197,12 @@ namespace {
 // priorities.classes: {name: weight 1..1000}, non-empty.
 absl::Status ReadClasses(const YamlReader& reader, const YAML::Node& value,
                          const std::string& path, int line, Config* config) {
-  if (value.IsNull() || !value.IsMap() || value.size() == 0) {
-    return reader.Error(line, path,
-                        absl::StrCat("expected a map of class name to weight, e.g. "
-                                     "`classes: {high: 6, medium: 3, low: 1}`, got ",
-                                     Describe(value)));
-  }
-  return reader.ForEachField(
-      value, path, line, {},
+  return reader.ForEachNamedEntry(
+      value, path, line, /*allow_empty=*/false,
+      "class name to weight, e.g. `classes: {high: 6, medium: 3, low: 1}`",
+      "a class name",
       [&](const std::string& name, const std::string& p, int, const YAML::Node& v,
           int l) -> absl::Status {
-        if (absl::StripAsciiWhitespace(name).empty()) {
-          return reader.Error(l, p, "a class name must not be empty");
-        }
         int64_t weight = 0;
         absl::Status got = reader.GetInt64(v, p, l, 1, 1000, absl::StrCat(name, ": 3"), &weight);
         if (!got.ok()) return got;
@@ -230,19 +215,11 @@ absl::Status ReadClasses(const YamlReader& reader, const YAML::Node& value,
 absl::Status ReadClassByType(const YamlReader& reader, const YAML::Node& value,
                              const std::string& path, int line, Config* config,
                              ParseNotes* notes) {
-  if (value.IsNull() || !value.IsMap()) {
-    return reader.Error(line, path,
-                        absl::StrCat("expected a map of event type to class, e.g. "
-                                     "`event_types: {payment.refund: high}`, got ",
-                                     Describe(value)));
-  }
-  return reader.ForEachField(
-      value, path, line, {},
+  return reader.ForEachNamedEntry(
+      value, path, line, /*allow_empty=*/true,
+      "event type to class, e.g. `event_types: {payment.refund: high}`", "an event type",
       [&](const std::string& type, const std::string& p, int, const YAML::Node& v,
           int l) -> absl::Status {
-        if (absl::StripAsciiWhitespace(type).empty()) {
-          return reader.Error(l, p, "an event type must not be empty");
-        }
         notes->priority_by_type_lines[type] = l;
         return reader.GetNonEmptyString(v, p, l, absl::StrCat(type, ": high"),
                                         &config->priority_by_type[type]);

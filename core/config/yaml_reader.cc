@@ -105,6 +105,23 @@ absl::Status YamlReader::ForEachField(const YAML::Node& node,
   return absl::OkStatus();
 }
 
+absl::Status YamlReader::ForEachNamedEntry(const YAML::Node& node, const std::string& path,
+                                           int line, bool allow_empty, absl::string_view what,
+                                           absl::string_view name, const FieldFn& fn) const {
+  if (node.IsNull() || !node.IsMap() || (!allow_empty && node.size() == 0)) {
+    return Error(line, path, absl::StrCat("expected a map of ", what, ", got ", Describe(node)));
+  }
+  return ForEachField(node, path, line, {},
+                      [&](const std::string& key, const std::string& child, int key_line,
+                          const YAML::Node& value, int value_line) -> absl::Status {
+                        if (absl::StripAsciiWhitespace(key).empty()) {
+                          return Error(value_line, child,
+                                       absl::StrCat(name, " must not be empty"));
+                        }
+                        return fn(key, child, key_line, value, value_line);
+                      });
+}
+
 absl::Status YamlReader::GetScalar(const YAML::Node& node, const std::string& path,
                                    int line, absl::string_view example,
                                    std::string* out) const {

@@ -67,6 +67,14 @@ class YamlReader {
                             const std::vector<std::string>& known,
                             const FieldFn& fn) const;
 
+  // A map keyed by free-form names (event types, class names): refuses an
+  // empty value or a non-map with `expected a map of <what>, got ...` (and an
+  // empty map unless `allow_empty`), and a blank name with `<name> must not
+  // be empty`; then calls `fn` for each entry like ForEachField.
+  absl::Status ForEachNamedEntry(const YAML::Node& node, const std::string& path, int line,
+                                 bool allow_empty, absl::string_view what,
+                                 absl::string_view name, const FieldFn& fn) const;
+
   // Scalar readers. `path` and `line` locate the value; `example` is shown in
   // errors as what to write instead. `${NAME}` in a scalar takes the
   // environment variable NAME.
