@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
+#include "core/common/pem_file.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "ferry/v1/processor.grpc.pb.h"
@@ -556,25 +557,9 @@ absl::Status Validate(const WorkerOptions& o) {
 // PEM: gRPC parses it in BuildAndStart, and refuses a bad one with nothing
 // but a log line, so the obvious mistakes get a clear error here.
 absl::StatusOr<std::string> ReadPem(const std::string& option, const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrFormat("%s: cannot read %s", option, path));
-  }
-  std::string contents;
-  char buffer[16384];
-  size_t n;
-  // A PEM file over 1 MiB is the wrong file (or /dev/zero): stop reading.
-  while (contents.size() <= (1 << 20) && (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) {
-    contents.append(buffer, n);
-  }
-  const int error = std::ferror(f) ? errno : 0;  // e.g. EISDIR: fopen accepts a directory
-  std::fclose(f);
-  if (error != 0) {
-    return absl::ErrnoToStatus(error, absl::StrFormat("%s: cannot read %s", option, path));
-  }
-  if (contents.size() > (1 << 20) || contents.find("-----BEGIN ") == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s is %s", option, path, contents.empty() ? "empty" : "not PEM"));
+  absl::StatusOr<std::string> contents = ReadPemFile(option, path);
+  if (contents.ok() && !HasPemBlock(*contents)) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: %s is not PEM", option, path));
   }
   return contents;
 }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "core/common/pem_file.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -81,13 +82,13 @@ absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Create(
   grpc::ChannelArguments arguments;
   if (tls) {
     grpc::SslCredentialsOptions ssl;
-    absl::StatusOr<std::string> ca = ReadFile("tls_ca", options.tls_ca_file);
+    absl::StatusOr<std::string> ca = ReadPemFile("--tls_ca", options.tls_ca_file);
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *std::move(ca);
     if (!options.tls_cert_file.empty()) {
-      absl::StatusOr<std::string> cert = ReadFile("tls_cert", options.tls_cert_file);
+      absl::StatusOr<std::string> cert = ReadPemFile("--tls_cert", options.tls_cert_file);
       if (!cert.ok()) return cert.status();
-      absl::StatusOr<std::string> key = ReadFile("tls_key", options.tls_key_file);
+      absl::StatusOr<std::string> key = ReadPemFile("--tls_key", options.tls_key_file);
       if (!key.ok()) return key.status();
       ssl.pem_cert_chain = *std::move(cert);
       ssl.pem_private_key = *std::move(key);
