@@ -2,27 +2,16 @@
 // against a real gRPC client.
 #include "clients/cpp/worker.h"
 
-#include <atomic>
-#include <map>
-#include <memory>
-#include <set>
-#include <stdexcept>
-#include <string>
-#include <thread>
-#include <vector>
-
-#include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
-#include "absl/time/clock.h"
+#include <grpcpp/grpcpp.h>
+
 #include "absl/time/time.h"
-#include "ferry/v1/processor.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "clients/cpp/worker_test_support.h"
@@ -31,12 +20,9 @@ namespace ferry::sdk {
 namespace {
 
 using ferry::v1::Event;
-using ferry::v1::ProcessRequest;
 using ferry::v1::ProcessResponse;
-using ferry::v1::Result;
 using ::testing::UnorderedElementsAre;
 using testing::Client;
-using testing::Latch;
 using testing::Options;
 using testing::StartWorker;
 

@@ -3,14 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/config_fixtures.h"
 
 namespace ferry {
 namespace {
@@ -21,18 +20,11 @@ constexpr char kPem[] =
     "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
 std::string TempPath(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/", name);
+  return absl::StrCat(::ferry::testing::TestTmpDir(), "/", name);
 }
 
 std::string Write(const std::string& name, const std::string& contents) {
-  const std::string path = TempPath(name);
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  EXPECT_NE(f, nullptr) << path;
-  if (f == nullptr) return path;
-  std::fwrite(contents.data(), 1, contents.size(), f);
-  std::fclose(f);
-  return path;
+  return ::ferry::testing::WriteTempFile(name, contents);
 }
 
 TEST(PemFileTest, ReadsAPemFileWhole) {
