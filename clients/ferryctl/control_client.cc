@@ -1,10 +1,6 @@
 #include "clients/ferryctl/control_client.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,17 +20,6 @@ constexpr absl::Duration kDefaultSkipWait = absl::Seconds(10);
 // Time past the server's wait for it to plan the command (offset lookups) and
 // append it to the control topic before waiting, and for the answer.
 constexpr absl::Duration kWaitMargin = absl::Seconds(20);
-
-absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read --", flag, "=", path, ": ", std::strerror(errno)));
-  }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
 
 absl::Duration CallTimeout(absl::Duration timeout, int64_t wait_ms, absl::Duration default_wait) {
   const absl::Duration wait = wait_ms > 0 ? absl::Milliseconds(wait_ms) : default_wait;
@@ -66,8 +51,15 @@ absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Create(
 
   std::string token = options.token;
   if (!options.token_file.empty()) {
-    absl::StatusOr<std::string> contents = ReadFile("token_file", options.token_file);
+    absl::StatusOr<std::string> contents =
+        ReadFileUpTo(options.token_file, kMaxPemFileBytes,
+                     absl::StrCat("cannot read --token_file=", options.token_file));
     if (!contents.ok()) return contents.status();
+    if (contents->size() > kMaxPemFileBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("--token_file=", options.token_file,
+                                                     " is over ", kMaxPemFileBytes,
+                                                     " bytes; not a token"));
+    }
     token = *std::move(contents);
   }
   // Files and environment values usually end with a newline, which is not
