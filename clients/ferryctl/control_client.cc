@@ -1,14 +1,11 @@
 #include "clients/ferryctl/control_client.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "core/common/pem_file.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -23,17 +20,6 @@ constexpr absl::Duration kDefaultSkipWait = absl::Seconds(10);
 // Time past the server's wait for it to plan the command (offset lookups) and
 // append it to the control topic before waiting, and for the answer.
 constexpr absl::Duration kWaitMargin = absl::Seconds(20);
-
-absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read --", flag, "=", path, ": ", std::strerror(errno)));
-  }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
 
 absl::Duration CallTimeout(absl::Duration timeout, int64_t wait_ms, absl::Duration default_wait) {
   const absl::Duration wait = wait_ms > 0 ? absl::Milliseconds(wait_ms) : default_wait;
@@ -65,8 +51,15 @@ absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Create(
 
   std::string token = options.token;
   if (!options.token_file.empty()) {
-    absl::StatusOr<std::string> contents = ReadFile("token_file", options.token_file);
+    absl::StatusOr<std::string> contents =
+        ReadFileUpTo(options.token_file, kMaxPemFileBytes,
+                     absl::StrCat("cannot read --token_file=", options.token_file));
     if (!contents.ok()) return contents.status();
+    if (contents->size() > kMaxPemFileBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("--token_file=", options.token_file,
+                                                     " is over ", kMaxPemFileBytes,
+                                                     " bytes; not a token"));
+    }
     token = *std::move(contents);
   }
   // Files and environment values usually end with a newline, which is not
@@ -81,13 +74,13 @@ absl::StatusOr<std::unique_ptr<ControlClient>> ControlClient::Create(
   grpc::ChannelArguments arguments;
   if (tls) {
     grpc::SslCredentialsOptions ssl;
-    absl::StatusOr<std::string> ca = ReadFile("tls_ca", options.tls_ca_file);
+    absl::StatusOr<std::string> ca = ReadPemFile("--tls_ca", options.tls_ca_file);
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *std::move(ca);
     if (!options.tls_cert_file.empty()) {
-      absl::StatusOr<std::string> cert = ReadFile("tls_cert", options.tls_cert_file);
+      absl::StatusOr<std::string> cert = ReadPemFile("--tls_cert", options.tls_cert_file);
       if (!cert.ok()) return cert.status();
-      absl::StatusOr<std::string> key = ReadFile("tls_key", options.tls_key_file);
+      absl::StatusOr<std::string> key = ReadPemFile("--tls_key", options.tls_key_file);
       if (!key.ok()) return key.status();
       ssl.pem_cert_chain = *std::move(cert);
       ssl.pem_private_key = *std::move(key);

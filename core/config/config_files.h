@@ -16,12 +16,13 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "core/common/pem_file.h"
 
 namespace ferry {
 
 // Files named by settings hold a token or PEM text; anything bigger is the
 // wrong file (or a device such as /dev/zero). Same limit as the PEM reader.
-inline constexpr size_t kMaxNamedFileBytes = size_t{1} << 20;
+inline constexpr size_t kMaxNamedFileBytes = kMaxPemFileBytes;
 
 struct NamedFile {
   std::string setting;   // e.g. "control.token_file"

@@ -6,19 +6,15 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/common/pem_file.h"
 
 namespace ferry {
 namespace {
-
-// A PEM file bigger than this is the wrong file (or /dev/zero); stop reading.
-constexpr size_t kMaxPemBytes = 1 << 20;
 
 struct PemFile {
   std::string key;  // the full config key, e.g. "server.tls.cert_file"
@@ -29,31 +25,9 @@ struct PemFile {
 absl::StatusOr<PemFile> ReadPem(const std::string& key_path, const std::string& field,
                                 const std::string& path) {
   PemFile file{absl::StrCat(key_path, ".", field), path, ""};
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    const int error = errno;
-    // ErrnoToStatus appends ": <strerror>".
-    return absl::ErrnoToStatus(error, absl::StrCat(file.key, ": cannot read ", path));
-  }
-  char buffer[16384];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0 &&
-         file.contents.size() <= kMaxPemBytes) {
-    file.contents.append(buffer, n);
-  }
-  // fopen succeeds on a directory; the read fails with EISDIR.
-  const int error = std::ferror(f) ? errno : 0;
-  std::fclose(f);
-  if (error != 0) {
-    return absl::ErrnoToStatus(error, absl::StrCat(file.key, ": cannot read ", path));
-  }
-  if (file.contents.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(file.key, ": ", path, " is empty"));
-  }
-  if (file.contents.size() > kMaxPemBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file.key, ": ", path, " is over ", kMaxPemBytes, " bytes; not a PEM file"));
-  }
+  absl::StatusOr<std::string> contents = ReadPemFile(file.key, path);
+  if (!contents.ok()) return contents.status();
+  file.contents = *std::move(contents);
   return file;
 }
 
