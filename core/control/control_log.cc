@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/common/kafka_status.h"
@@ -17,7 +16,6 @@ namespace {
 
 using v1::internal::CommandResult;
 using v1::internal::ControlLogRecord;
-using v1::internal::PauseChange;
 
 int TimeoutMs(absl::Duration timeout) {
   return static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, 1 << 30));
@@ -46,22 +44,6 @@ class DeliveryHandler final : public RdKafka::DeliveryReportCb {
 DeliveryHandler& SharedDeliveryHandler() {
   static DeliveryHandler* handler = new DeliveryHandler();
   return *handler;
-}
-
-bool Matches(const PauseChange& change, const TopicPartition& tp) {
-  if (change.all()) return true;
-  if (change.topic() != tp.topic) return false;
-  if (change.partitions().empty()) return true;
-  return std::find(change.partitions().begin(), change.partitions().end(), tp.partition) !=
-         change.partitions().end();
-}
-
-std::string Describe(const PauseChange& change) {
-  std::string scope = change.all() ? "all" : change.topic();
-  if (!change.all() && !change.partitions().empty()) {
-    absl::StrAppend(&scope, "/", absl::StrJoin(change.partitions(), ","));
-  }
-  return absl::StrCat(change.paused() ? "pause " : "resume ", scope);
 }
 
 }  // namespace
@@ -271,18 +253,9 @@ void ControlLog::ReadLoop() {
     std::unique_ptr<RdKafka::Message> message(reader_->consume(reader_topic_.get(), 0, 100));
     if (message == nullptr) continue;
     switch (message->err()) {
-      case RdKafka::ERR_NO_ERROR: {
-        ControlLogRecord record;
-        absl::MutexLock lock(&mu_);
-        if (record.ParseFromArray(message->payload(), static_cast<int>(message->len()))) {
-          Apply(message->offset(), record);
-        } else {
-          LogWarn("control", "ignoring unreadable record at ", topic_, "@", message->offset(),
-                  " (not written by ferry?)");
-        }
-        read_position_ = std::max(read_position_, message->offset() + 1);
+      case RdKafka::ERR_NO_ERROR:
+        Fold(*message);
         break;
-      }
       case RdKafka::ERR__PARTITION_EOF: {
         absl::MutexLock lock(&mu_);
         read_position_ = std::max(read_position_, message->offset());
@@ -302,33 +275,19 @@ void ControlLog::ReadLoop() {
   }
 }
 
-void ControlLog::Apply(int64_t offset, const ControlLogRecord& record) {
-  (void)offset;
-  switch (record.body_case()) {
-    case ControlLogRecord::kPause:
-      // A change for every partition overrides all before it.
-      if (record.pause().all()) pause_changes_.clear();
-      pause_changes_.push_back(record.pause());
-      if (record.pause().ack_until_ms() > 0) pause_acks_[record.command_id()] = record.pause();
-      break;
-    case ControlLogRecord::kReset:
-      resets_[record.command_id()].targets.assign(record.reset().targets().begin(),
-                                                  record.reset().targets().end());
-      break;
-    case ControlLogRecord::kSkip:
-      skips_[record.command_id()].skip = record.skip();
-      break;
-    case ControlLogRecord::kResult: {
-      const CommandResult& result = record.result();
-      results_[result.command_id()].push_back({result, record.issued_by()});
-      answered_.insert({result.command_id(), TopicPartition{result.topic(), result.partition()}});
-      break;
-    }
-    case ControlLogRecord::BODY_NOT_SET:
-      LogWarn("control", "ignoring a control record of an unknown kind (from a newer ferry?)");
-      return;
+void ControlLog::Fold(RdKafka::Message& message) {
+  ControlLogRecord record;
+  const bool parsed = record.ParseFromArray(message.payload(), static_cast<int>(message.len()));
+  absl::MutexLock lock(&mu_);
+  if (!parsed) {
+    LogWarn("control", "ignoring unreadable record at ", topic_, "@", message.offset(),
+            " (not written by ferry?)");
+  } else if (!state_.Apply(record)) {
+    LogWarn("control", "ignoring a control record of an unknown kind (from a newer ferry?)");
+  } else {
+    ++generation_;
   }
-  ++generation_;
+  read_position_ = std::max(read_position_, message.offset() + 1);
 }
 
 absl::StatusOr<int32_t> ControlLog::PartitionCount(const std::string& topic,
@@ -439,7 +398,7 @@ absl::Status ControlLog::ReportResults(std::vector<CommandResult> results) {
   {
     absl::MutexLock lock(&mu_);
     for (CommandResult& result : results) {
-      answered_.insert({result.command_id(), TopicPartition{result.topic(), result.partition()}});
+      state_.MarkAnswered(result.command_id(), TopicPartition{result.topic(), result.partition()});
       ControlLogRecord record;
       *record.mutable_result() = std::move(result);
       records.push_back(std::move(record));
@@ -482,71 +441,32 @@ absl::Status ControlLog::CatchUp(absl::Duration timeout) {
 
 std::set<TopicPartition> ControlLog::Paused(const std::vector<TopicPartition>& among) const {
   absl::MutexLock lock(&mu_);
-  std::set<TopicPartition> paused;
-  for (const TopicPartition& tp : among) {
-    bool is_paused = false;
-    for (const PauseChange& change : pause_changes_) {
-      if (Matches(change, tp)) is_paused = change.paused();
-    }
-    if (is_paused) paused.insert(tp);
-  }
-  return paused;
+  return state_.Paused(among);
 }
 
 std::vector<std::string> ControlLog::PauseCommands() const {
   absl::MutexLock lock(&mu_);
-  std::vector<std::string> commands;
-  for (const PauseChange& change : pause_changes_) {
-    if (change.all() && !change.paused()) continue;  // "resume all" leaves nothing
-    commands.push_back(Describe(change));
-  }
-  return commands;
+  return state_.PauseCommands();
 }
 
 std::vector<ControlLog::PendingReset> ControlLog::PendingResets(
     const std::vector<TopicPartition>& owned) const {
-  const std::set<TopicPartition> owned_set(owned.begin(), owned.end());
   absl::MutexLock lock(&mu_);
-  std::vector<PendingReset> pending;
-  for (const auto& [command_id, entry] : resets_) {
-    for (const v1::internal::ResetTarget& target : entry.targets) {
-      TopicPartition tp{target.topic(), target.partition()};
-      if (owned_set.count(tp) == 0 || answered_.count({command_id, tp}) > 0) continue;
-      pending.push_back({command_id, std::move(tp), target.offset()});
-    }
-  }
-  return pending;
+  return state_.PendingResets(owned);
 }
 
 std::vector<ControlLog::PendingSkip> ControlLog::PendingSkips(
     const std::vector<TopicPartition>& owned) const {
-  const std::set<TopicPartition> owned_set(owned.begin(), owned.end());
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
   absl::MutexLock lock(&mu_);
-  std::vector<PendingSkip> pending;
-  for (const auto& [command_id, entry] : skips_) {
-    TopicPartition tp{entry.skip.topic(), entry.skip.partition()};
-    if (owned_set.count(tp) == 0 || answered_.count({command_id, tp}) > 0) continue;
-    if (entry.skip.expires_at_ms() < now_ms) continue;
-    pending.push_back({command_id, std::move(tp), entry.skip.offset()});
-  }
-  return pending;
+  return state_.PendingSkips(owned, now_ms);
 }
 
 std::vector<ControlLog::PendingAck> ControlLog::PendingPauseAcks(
     const std::vector<TopicPartition>& owned) const {
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
   absl::MutexLock lock(&mu_);
-  std::vector<PendingAck> pending;
-  for (const auto& [command_id, change] : pause_acks_) {
-    if (change.ack_until_ms() < now_ms) continue;
-    for (const TopicPartition& tp : owned) {
-      if (Matches(change, tp) && answered_.count({command_id, tp}) == 0) {
-        pending.push_back({command_id, tp});
-      }
-    }
-  }
-  return pending;
+  return state_.PendingPauseAcks(owned, now_ms);
 }
 
 std::vector<ControlLog::AppliedResult> ControlLog::WaitForResults(const std::string& command_id,
@@ -554,12 +474,10 @@ std::vector<ControlLog::AppliedResult> ControlLog::WaitForResults(const std::str
                                                                   absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto enough = [this, &command_id, expected]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = results_.find(command_id);
-    return it != results_.end() && it->second.size() >= expected;
+    return state_.ResultCount(command_id) >= expected;
   };
   mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
-  auto it = results_.find(command_id);
-  return it == results_.end() ? std::vector<AppliedResult>{} : it->second;
+  return state_.Results(command_id);
 }
 
 }  // namespace ferry
