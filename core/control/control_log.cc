@@ -1,7 +1,5 @@
 #include "core/control/control_log.h"
 
-#include <librdkafka/rdkafka.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -16,10 +14,6 @@ namespace {
 
 using v1::internal::CommandResult;
 using v1::internal::ControlLogRecord;
-
-int TimeoutMs(absl::Duration timeout) {
-  return static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, 1 << 30));
-}
 
 // One produce's outcome, shared by Append (which may give up waiting) and
 // the delivery callback (which may come later).
@@ -100,6 +94,10 @@ absl::StatusOr<std::unique_ptr<ControlLog>> ControlLog::Create(const Config& con
   if (self->reader_ == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("control topic reader: ", error));
   }
+  absl::StatusOr<std::unique_ptr<KafkaAdmin>> admin =
+      KafkaAdmin::Create(config.kafka, "control topic");
+  if (!admin.ok()) return admin.status();
+  self->admin_ = *std::move(admin);
   self->reader_topic_.reset(
       RdKafka::Topic::create(self->reader_.get(), self->topic_, nullptr, error));
   if (self->reader_topic_ == nullptr) {
@@ -113,78 +111,26 @@ ControlLog::~ControlLog() { Stop(); }
 absl::Status ControlLog::EnsureTopic() {
   // Look first, listing all topics: asking for this one by name would let
   // the broker auto-create it with its defaults.
-  {
-    RdKafka::Metadata* raw = nullptr;
-    const RdKafka::ErrorCode err =
-        producer_->metadata(/*all_topics=*/true, nullptr, &raw, 10000);
-    std::unique_ptr<RdKafka::Metadata> metadata(raw);
-    if (err != RdKafka::ERR_NO_ERROR) {
-      return KafkaErrorToStatus(err, "listing topics to find the control topic");
-    }
-    for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
-      if (t->topic() == topic_ && t->err() == RdKafka::ERR_NO_ERROR) return absl::OkStatus();
-    }
-    // CreateTopics goes to the controller. librdkafka's mock cluster (the
-    // embedded default, tests) names a controller that is none of its
-    // brokers and would leave the request waiting for its whole timeout.
-    const int32_t controller = rd_kafka_controllerid(producer_->c_ptr(), 5000);
-    bool controller_known = false;
-    for (const RdKafka::BrokerMetadata* broker : *metadata->brokers()) {
-      controller_known = controller_known || broker->id() == controller;
-    }
-    if (!controller_known) {
-      return AutoCreateTopic(absl::StrCat("no controller among the brokers (id ", controller, ")"));
-    }
+  absl::StatusOr<TopicDescription> existing = admin_->DescribeTopic(topic_, absl::Seconds(10));
+  if (existing.ok() && existing->status.ok()) return absl::OkStatus();
+  if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
+  // CreateTopics goes to the controller. librdkafka's mock cluster (the
+  // embedded default, tests) names a controller that is none of its
+  // brokers and would leave the request waiting for its whole timeout.
+  absl::StatusOr<bool> controller = admin_->ControllerIsABroker(absl::Seconds(5));
+  if (!controller.ok() || !*controller) {
+    return AutoCreateTopic(controller.ok() ? "no controller among the brokers"
+                                           : std::string(controller.status().message()));
   }
-  rd_kafka_t* rk = producer_->c_ptr();
-  char errstr[512] = {0};
   // One partition keeps one order of commands; replication by the broker's
   // default. No retention limit: the log is the pause state.
-  rd_kafka_NewTopic_t* new_topic =
-      rd_kafka_NewTopic_new(topic_.c_str(), 1, -1, errstr, sizeof(errstr));
-  if (new_topic == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("control topic ", topic_, ": ", errstr));
-  }
-  rd_kafka_NewTopic_set_config(new_topic, "retention.ms", "-1");
-  rd_kafka_NewTopic_set_config(new_topic, "cleanup.policy", "delete");
-  rd_kafka_AdminOptions_t* options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-  rd_kafka_AdminOptions_set_request_timeout(options, 10000, errstr, sizeof(errstr));
-  rd_kafka_AdminOptions_set_operation_timeout(options, 10000, errstr, sizeof(errstr));
-  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &new_topic, 1, options, queue);
-  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 20000);
-  absl::Status status = absl::OkStatus();
-  if (event == nullptr) {
-    status = absl::UnavailableError(
-        absl::StrCat("creating control topic ", topic_, ": no answer from Kafka in 20s"));
-  } else if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    status = KafkaErrorToStatus(static_cast<RdKafka::ErrorCode>(rd_kafka_event_error(event)),
-                                absl::StrCat("creating control topic ", topic_, ": ",
-                                             rd_kafka_event_error_string(event)));
-  } else if (const rd_kafka_CreateTopics_result_t* result =
-                 rd_kafka_event_CreateTopics_result(event);
-             result != nullptr) {
-    size_t count = 0;
-    const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(result, &count);
-    for (size_t i = 0; i < count; ++i) {
-      const rd_kafka_resp_err_t err = rd_kafka_topic_result_error(topics[i]);
-      if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        continue;
-      }
-      const char* message = rd_kafka_topic_result_error_string(topics[i]);
-      status = KafkaErrorToStatus(
-          static_cast<RdKafka::ErrorCode>(err),
-          absl::StrCat("creating control topic ", topic_, ": ", message ? message : "",
-                       " (create it with one partition, or set control.topic to one that "
-                       "exists)"));
-    }
-  }
-  if (event != nullptr) rd_kafka_event_destroy(event);
-  rd_kafka_queue_destroy(queue);
-  rd_kafka_AdminOptions_destroy(options);
-  rd_kafka_NewTopic_destroy(new_topic);
-  if (!status.ok()) return AutoCreateTopic(std::string(status.message()));
-  return status;
+  absl::Status created = admin_->CreateTopic(
+      TopicSpec{topic_, 1, -1, {{"retention.ms", "-1"}, {"cleanup.policy", "delete"}}},
+      absl::Seconds(10));
+  if (created.ok() || absl::IsAlreadyExists(created)) return absl::OkStatus();
+  return AutoCreateTopic(absl::StrCat(created.message(),
+                                      " (create it with one partition, or set control.topic to "
+                                      "one that exists)"));
 }
 
 absl::Status ControlLog::AutoCreateTopic(const std::string& why) {
@@ -192,10 +138,10 @@ absl::Status ControlLog::AutoCreateTopic(const std::string& why) {
   // principal may not create topics): asking for the topic by name lets a
   // broker that allows it auto-create the topic with its defaults. Only
   // partition 0 is used, so more partitions do no harm.
-  absl::StatusOr<int32_t> partitions = PartitionCount(topic_, absl::Seconds(10));
+  absl::StatusOr<int32_t> partitions = admin_->PartitionCountByName(topic_, absl::Seconds(10));
   for (int attempt = 0; attempt < 20 && !partitions.ok(); ++attempt) {
     absl::SleepFor(absl::Milliseconds(100));  // auto-creation takes a moment
-    partitions = PartitionCount(topic_, absl::Seconds(10));
+    partitions = admin_->PartitionCountByName(topic_, absl::Seconds(10));
   }
   if (!partitions.ok()) {
     return absl::UnavailableError(absl::StrCat(
@@ -292,57 +238,25 @@ void ControlLog::Fold(RdKafka::Message& message) {
 
 absl::StatusOr<int32_t> ControlLog::PartitionCount(const std::string& topic,
                                                    absl::Duration timeout) {
-  std::string error;
-  std::unique_ptr<RdKafka::Topic> handle(
-      RdKafka::Topic::create(producer_.get(), topic, nullptr, error));
-  if (handle == nullptr) return absl::InvalidArgumentError(error);
-  RdKafka::Metadata* raw = nullptr;
-  const RdKafka::ErrorCode err =
-      producer_->metadata(/*all_topics=*/false, handle.get(), &raw, TimeoutMs(timeout));
-  std::unique_ptr<RdKafka::Metadata> metadata(raw);
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("metadata of topic ", topic));
-  }
-  for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
-    if (t->topic() != topic) continue;
-    if (t->err() == RdKafka::ERR_UNKNOWN_TOPIC_OR_PART || t->partitions()->empty()) {
-      return absl::NotFoundError(absl::StrCat("topic ", topic, " does not exist in Kafka"));
-    }
-    if (t->err() != RdKafka::ERR_NO_ERROR) {
-      return KafkaErrorToStatus(t->err(), absl::StrCat("metadata of topic ", topic));
-    }
-    return static_cast<int32_t>(t->partitions()->size());
-  }
-  return absl::NotFoundError(absl::StrCat("topic ", topic, " does not exist in Kafka"));
+  return admin_->PartitionCountByName(topic, timeout);
 }
 
 absl::StatusOr<std::pair<int64_t, int64_t>> ControlLog::Watermarks(const TopicPartition& partition,
                                                                    absl::Duration timeout) {
-  int64_t low = 0;
-  int64_t high = 0;
-  const RdKafka::ErrorCode err = producer_->query_watermark_offsets(
-      partition.topic, partition.partition, &low, &high, TimeoutMs(timeout));
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("offsets of ", partition.ToString()));
-  }
-  return std::make_pair(low, high);
+  return admin_->Watermarks(partition.topic, partition.partition, timeout);
 }
 
 absl::StatusOr<int64_t> ControlLog::OffsetForTimestamp(const TopicPartition& partition,
                                                        int64_t timestamp_ms,
                                                        absl::Duration timeout) {
-  std::unique_ptr<RdKafka::TopicPartition> query(
-      RdKafka::TopicPartition::create(partition.topic, partition.partition, timestamp_ms));
-  std::vector<RdKafka::TopicPartition*> list{query.get()};
-  const RdKafka::ErrorCode err = producer_->offsetsForTimes(list, TimeoutMs(timeout));
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("offset for time in ", partition.ToString()));
+  absl::StatusOr<std::map<int32_t, int64_t>> offsets =
+      admin_->OffsetsForTimestamp(partition.topic, {partition.partition}, timestamp_ms, timeout);
+  if (!offsets.ok()) return offsets.status();
+  auto it = offsets->find(partition.partition);
+  if (it == offsets->end()) {
+    return absl::InternalError(absl::StrCat("no offset for time in ", partition.ToString()));
   }
-  if (query->err() != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(query->err(),
-                              absl::StrCat("offset for time in ", partition.ToString()));
-  }
-  return query->offset();
+  return it->second;
 }
 
 std::string ControlLog::NewCommandId() {
@@ -428,15 +342,13 @@ absl::Status ControlLog::WaitRead(int64_t offset, absl::Duration timeout) {
 }
 
 absl::Status ControlLog::CatchUp(absl::Duration timeout) {
-  int64_t low = 0;
-  int64_t high = 0;
   const absl::Time deadline = absl::Now() + timeout;
-  const RdKafka::ErrorCode err =
-      producer_->query_watermark_offsets(topic_, 0, &low, &high, TimeoutMs(timeout));
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("end of control topic ", topic_));
+  absl::StatusOr<std::pair<int64_t, int64_t>> marks = admin_->Watermarks(topic_, 0, timeout);
+  if (!marks.ok()) {
+    return absl::Status(marks.status().code(),
+                        absl::StrCat("end of control topic: ", marks.status().message()));
   }
-  return WaitRead(high, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+  return WaitRead(marks->second, std::max(deadline - absl::Now(), absl::ZeroDuration()));
 }
 
 std::set<TopicPartition> ControlLog::Paused(const std::vector<TopicPartition>& among) const {

@@ -44,6 +44,7 @@
 #include "core/config/config.h"
 #include "core/control/control_state.h"
 #include "core/engine/engine.h"
+#include "core/kafka/admin.h"
 #include "ferry/v1/control_log.pb.h"
 
 namespace ferry {
@@ -132,6 +133,8 @@ class ControlLog {
   const std::string topic_;
   const std::string replica_;
   std::unique_ptr<RdKafka::Producer> producer_;
+  // Topic creation and the broker queries (its own handle).
+  std::unique_ptr<KafkaAdmin> admin_;
   std::unique_ptr<RdKafka::Consumer> reader_;
   std::unique_ptr<RdKafka::Topic> reader_topic_;
   std::thread thread_;
