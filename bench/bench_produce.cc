@@ -17,7 +17,6 @@
 // Ends with flush and prints one JSON line:
 //   {"produced":N,"failed":F,"seconds":S,"rate":R}
 // Exit 0 when every record was delivered.
-#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 #include <time.h>
 
@@ -32,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/bench_common.h"
+#include "core/kafka/admin.h"
 
 ABSL_FLAG(std::string, bootstrap, "", "Bootstrap servers.");
 ABSL_FLAG(std::string, topic, "", "Topic to write.");
@@ -70,69 +70,23 @@ int64_t MonotonicMicros() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
-// Creates `topic` (Admin API) and waits until all its partitions have leaders.
-int CreateTopic(RdKafka::Producer* producer, const std::string& topic, int32_t partitions,
+// Creates `topic` (core/kafka/admin) and waits until all its partitions have
+// leaders.
+int CreateTopic(const std::string& bootstrap, const std::string& topic, int32_t partitions,
                 bool log_append_time) {
-  rd_kafka_t* rk = producer->c_ptr();
-  char errstr[512];
-  rd_kafka_NewTopic_t* new_topic =
-      rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, errstr, sizeof(errstr));
-  if (new_topic == nullptr) {
-    std::fprintf(stderr, "bench_produce: %s\n", errstr);
+  absl::StatusOr<std::unique_ptr<ferry::KafkaAdmin>> admin = ferry::KafkaAdmin::Create(
+      {{"bootstrap.servers", bootstrap}, {"client.id", "ferry-bench-produce"}}, "bench topic");
+  absl::Status status = admin.status();
+  if (status.ok()) {
+    ferry::TopicSpec spec{topic, partitions, 1, {}};
+    if (log_append_time) spec.config.push_back({"message.timestamp.type", "LogAppendTime"});
+    status = (*admin)->CreateTopicAndWait(spec, absl::Seconds(120));
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "bench_produce: %s\n", status.ToString().c_str());
     return 1;
   }
-  if (log_append_time &&
-      rd_kafka_NewTopic_set_config(new_topic, "message.timestamp.type", "LogAppendTime") !=
-          RD_KAFKA_RESP_ERR_NO_ERROR) {
-    std::fprintf(stderr, "bench_produce: cannot set message.timestamp.type\n");
-    return 1;
-  }
-  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &new_topic, 1, nullptr, queue);
-  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 60000);
-  int status = 0;
-  if (event == nullptr) {
-    std::fprintf(stderr, "bench_produce: CreateTopics timed out\n");
-    status = 1;
-  } else if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    std::fprintf(stderr, "bench_produce: CreateTopics: %s\n", rd_kafka_event_error_string(event));
-    status = 1;
-  } else {
-    size_t count = 0;
-    const rd_kafka_topic_result_t** results =
-        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(event), &count);
-    for (size_t i = 0; i < count; ++i) {
-      if (rd_kafka_topic_result_error(results[i]) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        std::fprintf(stderr, "bench_produce: create %s: %s\n", topic.c_str(),
-                     rd_kafka_topic_result_error_string(results[i]));
-        status = 1;
-      }
-    }
-  }
-  if (event != nullptr) rd_kafka_event_destroy(event);
-  rd_kafka_queue_destroy(queue);
-  rd_kafka_NewTopic_destroy(new_topic);
-  if (status != 0) return status;
-  // Usable once the metadata shows every partition with a leader.
-  for (int attempt = 0; attempt < 600; ++attempt) {
-    RdKafka::Metadata* metadata = nullptr;
-    std::string error;
-    std::unique_ptr<RdKafka::Topic> handle(RdKafka::Topic::create(producer, topic, nullptr, error));
-    if (producer->metadata(false, handle.get(), &metadata, 5000) == RdKafka::ERR_NO_ERROR) {
-      int ready = 0;
-      for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
-        if (t->topic() != topic || t->err() != RdKafka::ERR_NO_ERROR) continue;
-        for (const RdKafka::PartitionMetadata* p : *t->partitions()) {
-          if (p->leader() >= 0 && p->err() == RdKafka::ERR_NO_ERROR) ++ready;
-        }
-      }
-      delete metadata;
-      if (ready == partitions) return 0;
-    }
-    SleepMicros(100000);
-  }
-  std::fprintf(stderr, "bench_produce: %s not usable after 60 s\n", topic.c_str());
-  return 1;
+  return 0;
 }
 
 }  // namespace
@@ -151,6 +105,10 @@ int main(int argc, char** argv) {
   if (bootstrap.empty() || topic.empty() || count < 0 || keys < 1 || rate < 0) {
     std::fprintf(stderr, "bench_produce: need --bootstrap, --topic, --count >= 0, --keys >= 1\n");
     return 2;
+  }
+
+  if (const int32_t partitions = absl::GetFlag(FLAGS_create_partitions); partitions > 0) {
+    return CreateTopic(bootstrap, topic, partitions, absl::GetFlag(FLAGS_log_append_time));
   }
 
   DeliveryCounter dr;
@@ -180,9 +138,6 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  if (const int32_t partitions = absl::GetFlag(FLAGS_create_partitions); partitions > 0) {
-    return CreateTopic(producer.get(), topic, partitions, absl::GetFlag(FLAGS_log_append_time));
-  }
 
   std::vector<std::string> key_names;
   key_names.reserve(static_cast<size_t>(keys));

@@ -32,7 +32,13 @@ absl::Status KafkaErrorToStatus(RdKafka::ErrorCode code, absl::string_view conte
     case RdKafka::ERR_UNKNOWN_TOPIC_OR_PART:
     case RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED:
     case RdKafka::ERR_GROUP_AUTHORIZATION_FAILED:
+    case RdKafka::ERR_INVALID_PARTITIONS:
+    case RdKafka::ERR_INVALID_REPLICATION_FACTOR:
+    case RdKafka::ERR_INVALID_CONFIG:
+    case RdKafka::ERR_TOPIC_EXCEPTION:
       return absl::InvalidArgumentError(message);
+    case RdKafka::ERR_TOPIC_ALREADY_EXISTS:
+      return absl::AlreadyExistsError(message);
     case RdKafka::ERR_ILLEGAL_GENERATION:
     case RdKafka::ERR_UNKNOWN_MEMBER_ID:
     case RdKafka::ERR_REBALANCE_IN_PROGRESS:

@@ -2,7 +2,8 @@
 //
 // Codes are chosen by what the caller should do: Unavailable for transient
 // broker/transport trouble (retry), FailedPrecondition for group state that a
-// rebalance will fix (retry after it), InvalidArgument for configuration.
+// rebalance will fix (retry after it), InvalidArgument for configuration
+// (and topic specs a broker refuses), AlreadyExists for a topic created twice.
 #ifndef FERRY_CORE_COMMON_KAFKA_STATUS_H_
 #define FERRY_CORE_COMMON_KAFKA_STATUS_H_
 

@@ -1,12 +1,9 @@
 #include "core/control/control_log.h"
 
-#include <librdkafka/rdkafka.h>
-
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/common/kafka_status.h"
@@ -17,11 +14,6 @@ namespace {
 
 using v1::internal::CommandResult;
 using v1::internal::ControlLogRecord;
-using v1::internal::PauseChange;
-
-int TimeoutMs(absl::Duration timeout) {
-  return static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0, 1 << 30));
-}
 
 // One produce's outcome, shared by Append (which may give up waiting) and
 // the delivery callback (which may come later).
@@ -46,22 +38,6 @@ class DeliveryHandler final : public RdKafka::DeliveryReportCb {
 DeliveryHandler& SharedDeliveryHandler() {
   static DeliveryHandler* handler = new DeliveryHandler();
   return *handler;
-}
-
-bool Matches(const PauseChange& change, const TopicPartition& tp) {
-  if (change.all()) return true;
-  if (change.topic() != tp.topic) return false;
-  if (change.partitions().empty()) return true;
-  return std::find(change.partitions().begin(), change.partitions().end(), tp.partition) !=
-         change.partitions().end();
-}
-
-std::string Describe(const PauseChange& change) {
-  std::string scope = change.all() ? "all" : change.topic();
-  if (!change.all() && !change.partitions().empty()) {
-    absl::StrAppend(&scope, "/", absl::StrJoin(change.partitions(), ","));
-  }
-  return absl::StrCat(change.paused() ? "pause " : "resume ", scope);
 }
 
 }  // namespace
@@ -118,6 +94,10 @@ absl::StatusOr<std::unique_ptr<ControlLog>> ControlLog::Create(const Config& con
   if (self->reader_ == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("control topic reader: ", error));
   }
+  absl::StatusOr<std::unique_ptr<KafkaAdmin>> admin =
+      KafkaAdmin::Create(config.kafka, "control topic");
+  if (!admin.ok()) return admin.status();
+  self->admin_ = *std::move(admin);
   self->reader_topic_.reset(
       RdKafka::Topic::create(self->reader_.get(), self->topic_, nullptr, error));
   if (self->reader_topic_ == nullptr) {
@@ -131,78 +111,26 @@ ControlLog::~ControlLog() { Stop(); }
 absl::Status ControlLog::EnsureTopic() {
   // Look first, listing all topics: asking for this one by name would let
   // the broker auto-create it with its defaults.
-  {
-    RdKafka::Metadata* raw = nullptr;
-    const RdKafka::ErrorCode err =
-        producer_->metadata(/*all_topics=*/true, nullptr, &raw, 10000);
-    std::unique_ptr<RdKafka::Metadata> metadata(raw);
-    if (err != RdKafka::ERR_NO_ERROR) {
-      return KafkaErrorToStatus(err, "listing topics to find the control topic");
-    }
-    for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
-      if (t->topic() == topic_ && t->err() == RdKafka::ERR_NO_ERROR) return absl::OkStatus();
-    }
-    // CreateTopics goes to the controller. librdkafka's mock cluster (the
-    // embedded default, tests) names a controller that is none of its
-    // brokers and would leave the request waiting for its whole timeout.
-    const int32_t controller = rd_kafka_controllerid(producer_->c_ptr(), 5000);
-    bool controller_known = false;
-    for (const RdKafka::BrokerMetadata* broker : *metadata->brokers()) {
-      controller_known = controller_known || broker->id() == controller;
-    }
-    if (!controller_known) {
-      return AutoCreateTopic(absl::StrCat("no controller among the brokers (id ", controller, ")"));
-    }
+  absl::StatusOr<TopicDescription> existing = admin_->DescribeTopic(topic_, absl::Seconds(10));
+  if (existing.ok() && existing->status.ok()) return absl::OkStatus();
+  if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
+  // CreateTopics goes to the controller. librdkafka's mock cluster (the
+  // embedded default, tests) names a controller that is none of its
+  // brokers and would leave the request waiting for its whole timeout.
+  absl::StatusOr<bool> controller = admin_->ControllerIsABroker(absl::Seconds(5));
+  if (!controller.ok() || !*controller) {
+    return AutoCreateTopic(controller.ok() ? "no controller among the brokers"
+                                           : std::string(controller.status().message()));
   }
-  rd_kafka_t* rk = producer_->c_ptr();
-  char errstr[512] = {0};
   // One partition keeps one order of commands; replication by the broker's
   // default. No retention limit: the log is the pause state.
-  rd_kafka_NewTopic_t* new_topic =
-      rd_kafka_NewTopic_new(topic_.c_str(), 1, -1, errstr, sizeof(errstr));
-  if (new_topic == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("control topic ", topic_, ": ", errstr));
-  }
-  rd_kafka_NewTopic_set_config(new_topic, "retention.ms", "-1");
-  rd_kafka_NewTopic_set_config(new_topic, "cleanup.policy", "delete");
-  rd_kafka_AdminOptions_t* options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-  rd_kafka_AdminOptions_set_request_timeout(options, 10000, errstr, sizeof(errstr));
-  rd_kafka_AdminOptions_set_operation_timeout(options, 10000, errstr, sizeof(errstr));
-  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &new_topic, 1, options, queue);
-  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 20000);
-  absl::Status status = absl::OkStatus();
-  if (event == nullptr) {
-    status = absl::UnavailableError(
-        absl::StrCat("creating control topic ", topic_, ": no answer from Kafka in 20s"));
-  } else if (rd_kafka_event_error(event) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    status = KafkaErrorToStatus(static_cast<RdKafka::ErrorCode>(rd_kafka_event_error(event)),
-                                absl::StrCat("creating control topic ", topic_, ": ",
-                                             rd_kafka_event_error_string(event)));
-  } else if (const rd_kafka_CreateTopics_result_t* result =
-                 rd_kafka_event_CreateTopics_result(event);
-             result != nullptr) {
-    size_t count = 0;
-    const rd_kafka_topic_result_t** topics = rd_kafka_CreateTopics_result_topics(result, &count);
-    for (size_t i = 0; i < count; ++i) {
-      const rd_kafka_resp_err_t err = rd_kafka_topic_result_error(topics[i]);
-      if (err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-        continue;
-      }
-      const char* message = rd_kafka_topic_result_error_string(topics[i]);
-      status = KafkaErrorToStatus(
-          static_cast<RdKafka::ErrorCode>(err),
-          absl::StrCat("creating control topic ", topic_, ": ", message ? message : "",
-                       " (create it with one partition, or set control.topic to one that "
-                       "exists)"));
-    }
-  }
-  if (event != nullptr) rd_kafka_event_destroy(event);
-  rd_kafka_queue_destroy(queue);
-  rd_kafka_AdminOptions_destroy(options);
-  rd_kafka_NewTopic_destroy(new_topic);
-  if (!status.ok()) return AutoCreateTopic(std::string(status.message()));
-  return status;
+  absl::Status created = admin_->CreateTopic(
+      TopicSpec{topic_, 1, -1, {{"retention.ms", "-1"}, {"cleanup.policy", "delete"}}},
+      absl::Seconds(10));
+  if (created.ok() || absl::IsAlreadyExists(created)) return absl::OkStatus();
+  return AutoCreateTopic(absl::StrCat(created.message(),
+                                      " (create it with one partition, or set control.topic to "
+                                      "one that exists)"));
 }
 
 absl::Status ControlLog::AutoCreateTopic(const std::string& why) {
@@ -210,10 +138,10 @@ absl::Status ControlLog::AutoCreateTopic(const std::string& why) {
   // principal may not create topics): asking for the topic by name lets a
   // broker that allows it auto-create the topic with its defaults. Only
   // partition 0 is used, so more partitions do no harm.
-  absl::StatusOr<int32_t> partitions = PartitionCount(topic_, absl::Seconds(10));
+  absl::StatusOr<int32_t> partitions = admin_->PartitionCountByName(topic_, absl::Seconds(10));
   for (int attempt = 0; attempt < 20 && !partitions.ok(); ++attempt) {
     absl::SleepFor(absl::Milliseconds(100));  // auto-creation takes a moment
-    partitions = PartitionCount(topic_, absl::Seconds(10));
+    partitions = admin_->PartitionCountByName(topic_, absl::Seconds(10));
   }
   if (!partitions.ok()) {
     return absl::UnavailableError(absl::StrCat(
@@ -271,18 +199,9 @@ void ControlLog::ReadLoop() {
     std::unique_ptr<RdKafka::Message> message(reader_->consume(reader_topic_.get(), 0, 100));
     if (message == nullptr) continue;
     switch (message->err()) {
-      case RdKafka::ERR_NO_ERROR: {
-        ControlLogRecord record;
-        absl::MutexLock lock(&mu_);
-        if (record.ParseFromArray(message->payload(), static_cast<int>(message->len()))) {
-          Apply(message->offset(), record);
-        } else {
-          LogWarn("control", "ignoring unreadable record at ", topic_, "@", message->offset(),
-                  " (not written by ferry?)");
-        }
-        read_position_ = std::max(read_position_, message->offset() + 1);
+      case RdKafka::ERR_NO_ERROR:
+        Fold(*message);
         break;
-      }
       case RdKafka::ERR__PARTITION_EOF: {
         absl::MutexLock lock(&mu_);
         read_position_ = std::max(read_position_, message->offset());
@@ -302,88 +221,42 @@ void ControlLog::ReadLoop() {
   }
 }
 
-void ControlLog::Apply(int64_t offset, const ControlLogRecord& record) {
-  (void)offset;
-  switch (record.body_case()) {
-    case ControlLogRecord::kPause:
-      // A change for every partition overrides all before it.
-      if (record.pause().all()) pause_changes_.clear();
-      pause_changes_.push_back(record.pause());
-      if (record.pause().ack_until_ms() > 0) pause_acks_[record.command_id()] = record.pause();
-      break;
-    case ControlLogRecord::kReset:
-      resets_[record.command_id()].targets.assign(record.reset().targets().begin(),
-                                                  record.reset().targets().end());
-      break;
-    case ControlLogRecord::kSkip:
-      skips_[record.command_id()].skip = record.skip();
-      break;
-    case ControlLogRecord::kResult: {
-      const CommandResult& result = record.result();
-      results_[result.command_id()].push_back({result, record.issued_by()});
-      answered_.insert({result.command_id(), TopicPartition{result.topic(), result.partition()}});
-      break;
-    }
-    case ControlLogRecord::BODY_NOT_SET:
-      LogWarn("control", "ignoring a control record of an unknown kind (from a newer ferry?)");
-      return;
+void ControlLog::Fold(RdKafka::Message& message) {
+  ControlLogRecord record;
+  const bool parsed = record.ParseFromArray(message.payload(), static_cast<int>(message.len()));
+  absl::MutexLock lock(&mu_);
+  if (!parsed) {
+    LogWarn("control", "ignoring unreadable record at ", topic_, "@", message.offset(),
+            " (not written by ferry?)");
+  } else if (!state_.Apply(record)) {
+    LogWarn("control", "ignoring a control record of an unknown kind (from a newer ferry?)");
+  } else {
+    ++generation_;
   }
-  ++generation_;
+  read_position_ = std::max(read_position_, message.offset() + 1);
 }
 
 absl::StatusOr<int32_t> ControlLog::PartitionCount(const std::string& topic,
                                                    absl::Duration timeout) {
-  std::string error;
-  std::unique_ptr<RdKafka::Topic> handle(
-      RdKafka::Topic::create(producer_.get(), topic, nullptr, error));
-  if (handle == nullptr) return absl::InvalidArgumentError(error);
-  RdKafka::Metadata* raw = nullptr;
-  const RdKafka::ErrorCode err =
-      producer_->metadata(/*all_topics=*/false, handle.get(), &raw, TimeoutMs(timeout));
-  std::unique_ptr<RdKafka::Metadata> metadata(raw);
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("metadata of topic ", topic));
-  }
-  for (const RdKafka::TopicMetadata* t : *metadata->topics()) {
-    if (t->topic() != topic) continue;
-    if (t->err() == RdKafka::ERR_UNKNOWN_TOPIC_OR_PART || t->partitions()->empty()) {
-      return absl::NotFoundError(absl::StrCat("topic ", topic, " does not exist in Kafka"));
-    }
-    if (t->err() != RdKafka::ERR_NO_ERROR) {
-      return KafkaErrorToStatus(t->err(), absl::StrCat("metadata of topic ", topic));
-    }
-    return static_cast<int32_t>(t->partitions()->size());
-  }
-  return absl::NotFoundError(absl::StrCat("topic ", topic, " does not exist in Kafka"));
+  return admin_->PartitionCountByName(topic, timeout);
 }
 
 absl::StatusOr<std::pair<int64_t, int64_t>> ControlLog::Watermarks(const TopicPartition& partition,
                                                                    absl::Duration timeout) {
-  int64_t low = 0;
-  int64_t high = 0;
-  const RdKafka::ErrorCode err = producer_->query_watermark_offsets(
-      partition.topic, partition.partition, &low, &high, TimeoutMs(timeout));
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("offsets of ", partition.ToString()));
-  }
-  return std::make_pair(low, high);
+  return admin_->Watermarks(partition.topic, partition.partition, timeout);
 }
 
 absl::StatusOr<int64_t> ControlLog::OffsetForTimestamp(const TopicPartition& partition,
                                                        int64_t timestamp_ms,
                                                        absl::Duration timeout) {
-  std::unique_ptr<RdKafka::TopicPartition> query(
-      RdKafka::TopicPartition::create(partition.topic, partition.partition, timestamp_ms));
-  std::vector<RdKafka::TopicPartition*> list{query.get()};
-  const RdKafka::ErrorCode err = producer_->offsetsForTimes(list, TimeoutMs(timeout));
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("offset for time in ", partition.ToString()));
+  absl::StatusOr<std::map<int32_t, int64_t>> offsets =
+      admin_->OffsetsForTimestamp(partition.topic, {partition.partition}, timestamp_ms, timeout);
+  if (!offsets.ok()) return offsets.status();
+  auto it = offsets->find(partition.partition);
+  if (it == offsets->end()) {
+    return absl::InternalError(absl::StrCat("no offset for time in ", partition.ToString()));
   }
-  if (query->err() != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(query->err(),
-                              absl::StrCat("offset for time in ", partition.ToString()));
-  }
-  return query->offset();
+  return it->second;
 }
 
 std::string ControlLog::NewCommandId() {
@@ -439,7 +312,7 @@ absl::Status ControlLog::ReportResults(std::vector<CommandResult> results) {
   {
     absl::MutexLock lock(&mu_);
     for (CommandResult& result : results) {
-      answered_.insert({result.command_id(), TopicPartition{result.topic(), result.partition()}});
+      state_.MarkAnswered(result.command_id(), TopicPartition{result.topic(), result.partition()});
       ControlLogRecord record;
       *record.mutable_result() = std::move(result);
       records.push_back(std::move(record));
@@ -469,84 +342,43 @@ absl::Status ControlLog::WaitRead(int64_t offset, absl::Duration timeout) {
 }
 
 absl::Status ControlLog::CatchUp(absl::Duration timeout) {
-  int64_t low = 0;
-  int64_t high = 0;
   const absl::Time deadline = absl::Now() + timeout;
-  const RdKafka::ErrorCode err =
-      producer_->query_watermark_offsets(topic_, 0, &low, &high, TimeoutMs(timeout));
-  if (err != RdKafka::ERR_NO_ERROR) {
-    return KafkaErrorToStatus(err, absl::StrCat("end of control topic ", topic_));
+  absl::StatusOr<std::pair<int64_t, int64_t>> marks = admin_->Watermarks(topic_, 0, timeout);
+  if (!marks.ok()) {
+    return absl::Status(marks.status().code(),
+                        absl::StrCat("end of control topic: ", marks.status().message()));
   }
-  return WaitRead(high, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+  return WaitRead(marks->second, std::max(deadline - absl::Now(), absl::ZeroDuration()));
 }
 
 std::set<TopicPartition> ControlLog::Paused(const std::vector<TopicPartition>& among) const {
   absl::MutexLock lock(&mu_);
-  std::set<TopicPartition> paused;
-  for (const TopicPartition& tp : among) {
-    bool is_paused = false;
-    for (const PauseChange& change : pause_changes_) {
-      if (Matches(change, tp)) is_paused = change.paused();
-    }
-    if (is_paused) paused.insert(tp);
-  }
-  return paused;
+  return state_.Paused(among);
 }
 
 std::vector<std::string> ControlLog::PauseCommands() const {
   absl::MutexLock lock(&mu_);
-  std::vector<std::string> commands;
-  for (const PauseChange& change : pause_changes_) {
-    if (change.all() && !change.paused()) continue;  // "resume all" leaves nothing
-    commands.push_back(Describe(change));
-  }
-  return commands;
+  return state_.PauseCommands();
 }
 
 std::vector<ControlLog::PendingReset> ControlLog::PendingResets(
     const std::vector<TopicPartition>& owned) const {
-  const std::set<TopicPartition> owned_set(owned.begin(), owned.end());
   absl::MutexLock lock(&mu_);
-  std::vector<PendingReset> pending;
-  for (const auto& [command_id, entry] : resets_) {
-    for (const v1::internal::ResetTarget& target : entry.targets) {
-      TopicPartition tp{target.topic(), target.partition()};
-      if (owned_set.count(tp) == 0 || answered_.count({command_id, tp}) > 0) continue;
-      pending.push_back({command_id, std::move(tp), target.offset()});
-    }
-  }
-  return pending;
+  return state_.PendingResets(owned);
 }
 
 std::vector<ControlLog::PendingSkip> ControlLog::PendingSkips(
     const std::vector<TopicPartition>& owned) const {
-  const std::set<TopicPartition> owned_set(owned.begin(), owned.end());
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
   absl::MutexLock lock(&mu_);
-  std::vector<PendingSkip> pending;
-  for (const auto& [command_id, entry] : skips_) {
-    TopicPartition tp{entry.skip.topic(), entry.skip.partition()};
-    if (owned_set.count(tp) == 0 || answered_.count({command_id, tp}) > 0) continue;
-    if (entry.skip.expires_at_ms() < now_ms) continue;
-    pending.push_back({command_id, std::move(tp), entry.skip.offset()});
-  }
-  return pending;
+  return state_.PendingSkips(owned, now_ms);
 }
 
 std::vector<ControlLog::PendingAck> ControlLog::PendingPauseAcks(
     const std::vector<TopicPartition>& owned) const {
   const int64_t now_ms = absl::ToUnixMillis(absl::Now());
   absl::MutexLock lock(&mu_);
-  std::vector<PendingAck> pending;
-  for (const auto& [command_id, change] : pause_acks_) {
-    if (change.ack_until_ms() < now_ms) continue;
-    for (const TopicPartition& tp : owned) {
-      if (Matches(change, tp) && answered_.count({command_id, tp}) == 0) {
-        pending.push_back({command_id, tp});
-      }
-    }
-  }
-  return pending;
+  return state_.PendingPauseAcks(owned, now_ms);
 }
 
 std::vector<ControlLog::AppliedResult> ControlLog::WaitForResults(const std::string& command_id,
@@ -554,12 +386,10 @@ std::vector<ControlLog::AppliedResult> ControlLog::WaitForResults(const std::str
                                                                   absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   auto enough = [this, &command_id, expected]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = results_.find(command_id);
-    return it != results_.end() && it->second.size() >= expected;
+    return state_.ResultCount(command_id) >= expected;
   };
   mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
-  auto it = results_.find(command_id);
-  return it == results_.end() ? std::vector<AppliedResult>{} : it->second;
+  return state_.Results(command_id);
 }
 
 }  // namespace ferry

@@ -42,34 +42,20 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/config/config.h"
+#include "core/control/control_state.h"
 #include "core/engine/types.h"
+#include "core/kafka/admin.h"
 #include "ferry/v1/control_log.pb.h"
 
 namespace ferry {
 
 class ControlLog {
  public:
-  // A command's result for one partition, with the replica that wrote it.
-  struct AppliedResult {
-    v1::internal::CommandResult result;
-    std::string applied_by;
-  };
-  // A reset the owner of `partition` still has to apply.
-  struct PendingReset {
-    std::string command_id;
-    TopicPartition partition;
-    int64_t offset = 0;
-  };
-  // A pause or resume this replica should acknowledge for `partition`.
-  struct PendingAck {
-    std::string command_id;
-    TopicPartition partition;
-  };
-  struct PendingSkip {
-    std::string command_id;
-    TopicPartition partition;
-    int64_t offset = 0;
-  };
+  // The fold's answers (control_state.h), under their old names.
+  using AppliedResult = ControlState::AppliedResult;
+  using PendingReset = ControlState::PendingReset;
+  using PendingAck = ControlState::PendingAck;
+  using PendingSkip = ControlState::PendingSkip;
 
   // Builds the producer and reader from the `kafka:` map (no broker contact).
   // `replica` names this replica in the records it writes (its client.id).
@@ -137,8 +123,8 @@ class ControlLog {
  private:
   ControlLog(std::string topic, std::string replica);
   void ReadLoop();
-  void Apply(int64_t offset, const v1::internal::ControlLogRecord& record)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reader thread: folds one consumed record into state_.
+  void Fold(RdKafka::Message& message);
   absl::Status EnsureTopic();
   absl::Status AutoCreateTopic(const std::string& why);
   // Reader thread: topic ensured and reading started (false: retry later).
@@ -147,6 +133,8 @@ class ControlLog {
   const std::string topic_;
   const std::string replica_;
   std::unique_ptr<RdKafka::Producer> producer_;
+  // Topic creation and the broker queries (its own handle).
+  std::unique_ptr<KafkaAdmin> admin_;
   std::unique_ptr<RdKafka::Consumer> reader_;
   std::unique_ptr<RdKafka::Topic> reader_topic_;
   std::thread thread_;
@@ -160,20 +148,8 @@ class ControlLog {
   mutable absl::Mutex mu_;
   // The next offset to read (everything below it has been applied).
   int64_t read_position_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<v1::internal::PauseChange> pause_changes_ ABSL_GUARDED_BY(mu_);
-  struct ResetEntry {
-    std::vector<v1::internal::ResetTarget> targets;
-  };
-  std::map<std::string, ResetEntry> resets_ ABSL_GUARDED_BY(mu_);
-  struct SkipEntry {
-    v1::internal::SkipCommand skip;
-  };
-  std::map<std::string, SkipEntry> skips_ ABSL_GUARDED_BY(mu_);
-  // Pause/resume commands still within their acknowledgement window.
-  std::map<std::string, v1::internal::PauseChange> pause_acks_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<AppliedResult>> results_ ABSL_GUARDED_BY(mu_);
-  // (command, partition) answered: read back, or reported by this replica.
-  std::set<std::pair<std::string, TopicPartition>> answered_ ABSL_GUARDED_BY(mu_);
+  // Every record read so far, folded (plus results this replica reported).
+  ControlState state_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ferry

@@ -1,7 +1,6 @@
 #include "core/kafka/consumer.h"
 
 #include <algorithm>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -10,7 +9,11 @@
 #include "absl/time/time.h"
 #include "core/common/kafka_status.h"
 #include "core/common/log.h"
+#include "core/kafka/command_applier.h"
+#include "core/kafka/commit_queue.h"
+#include "core/kafka/flow_control.h"
 #include "core/kafka/rd_partition_list.h"
+#include "core/kafka/rebalance.h"
 #include "core/kafka/record.h"
 
 namespace ferry {
@@ -26,25 +29,6 @@ constexpr int64_t kMaxRoundRecords = 1024;
 constexpr absl::Duration kCommitAnswerWait = absl::Seconds(10);
 // At shutdown, how long the poll thread waits for commits in flight.
 constexpr absl::Duration kCommitDrainWait = absl::Seconds(5);
-
-std::vector<TopicPartition> ToTopicPartitions(
-    const std::vector<RdKafka::TopicPartition*>& partitions) {
-  std::vector<TopicPartition> result;
-  result.reserve(partitions.size());
-  for (const RdKafka::TopicPartition* partition : partitions) {
-    result.push_back({partition->topic(), partition->partition()});
-  }
-  return result;
-}
-
-std::string DescribePartitions(const std::vector<TopicPartition>& partitions) {
-  std::string text;
-  for (const TopicPartition& tp : partitions) {
-    if (!text.empty()) text += ",";
-    text += tp.ToString();
-  }
-  return text.empty() ? "(none)" : text;
-}
 
 RawRecord ToRawRecord(RdKafka::Message& message) {
   RawRecord record;
@@ -74,23 +58,6 @@ RawRecord ToRawRecord(RdKafka::Message& message) {
 }
 
 }  // namespace
-
-class KafkaConsumer::RebalanceHandler final : public RdKafka::RebalanceCb {
- public:
-  explicit RebalanceHandler(KafkaConsumer* owner) : owner_(owner) {}
-  void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode error,
-                    std::vector<RdKafka::TopicPartition*>& partitions) override {
-    const bool incremental = consumer->rebalance_protocol() == "COOPERATIVE";
-    if (error == RdKafka::ERR__ASSIGN_PARTITIONS) {
-      owner_->OnAssign(partitions, incremental);
-    } else {
-      owner_->OnRevoke(partitions, incremental);
-    }
-  }
-
- private:
-  KafkaConsumer* const owner_;
-};
 
 class KafkaConsumer::EventHandler final : public RdKafka::EventCb {
  public:
@@ -127,7 +94,15 @@ KafkaConsumer::KafkaConsumer(const Config& config, Engine* engine, const Decoder
       engine_(engine),
       decoder_(decoder),
       stats_(stats),
-      rebalance_handler_(std::make_unique<RebalanceHandler>(this)),
+      flow_(std::make_unique<FlowControl>(
+          FlowControl::Budgets{[engine] { return engine->OverHighWatermark(); },
+                               [engine] { return engine->UnderLowWatermark(); }},
+          stats)),
+      commands_(std::make_unique<CommandApplier>(engine, stats)),
+      rebalancer_(std::make_unique<Rebalancer>(
+          engine, stats, flow_.get(), commands_.get(), config.control_catch_up_timeout,
+          Rebalancer::Hooks{[this](bool lost) { BeforeRebalance(lost); },
+                            [this] { RefreshCommands(); }})),
       event_handler_(std::make_unique<EventHandler>(stats)) {}
 
 absl::StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(const Config& config,
@@ -153,7 +128,7 @@ absl::StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(const Confi
                                                absl::StrCat("kafka.", name), value);
     if (!set.ok()) return set;
   }
-  if (conf->set("rebalance_cb", self->rebalance_handler_.get(), error) != RdKafka::Conf::CONF_OK ||
+  if (conf->set("rebalance_cb", self->rebalancer_.get(), error) != RdKafka::Conf::CONF_OK ||
       conf->set("event_cb", self->event_handler_.get(), error) != RdKafka::Conf::CONF_OK) {
     return absl::InternalError(absl::StrCat("cannot install librdkafka callbacks: ", error));
   }
@@ -161,10 +136,13 @@ absl::StatusOr<std::unique_ptr<KafkaConsumer>> KafkaConsumer::Create(const Confi
   if (self->consumer_ == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("cannot create Kafka consumer: ", error));
   }
+  self->fetch_ = std::make_unique<RdFetchSwitch>(self->consumer_.get());
   return self;
 }
 
 KafkaConsumer::~KafkaConsumer() { Stop(); }
+
+void KafkaConsumer::SetControlLog(ControlLog* control) { commands_->SetControlLog(control); }
 
 absl::Status KafkaConsumer::Start() {
   std::vector<std::string> topics;
@@ -199,7 +177,7 @@ void KafkaConsumer::PollLoop() {
     // ready without waiting, up to the engine's headroom (so a budget is
     // never overrun by more than the one record that crosses it).
     std::unique_ptr<RdKafka::Message> message(
-        consumer_->consume(paused_ ? kPausedPollTimeoutMs : kPollTimeoutMs));
+        consumer_->consume(flow_->paused() ? kPausedPollTimeoutMs : kPollTimeoutMs));
     if (message != nullptr && message->err() == RdKafka::ERR_NO_ERROR) {
       const Engine::Headroom room = engine_->Room();
       const int64_t limit = std::min(kMaxRoundRecords, std::max<int64_t>(1, room.events));
@@ -218,6 +196,10 @@ void KafkaConsumer::PollLoop() {
     UpdateFlowControl();
     commit_queue_->Serve();
   }
+  LeaveGroup();
+}
+
+void KafkaConsumer::LeaveGroup() {
   ServeCommitRequests();
   {
     absl::MutexLock lock(&commit_mu_);
@@ -289,177 +271,28 @@ void KafkaConsumer::FlushBatch() {
 
 void KafkaConsumer::UpdateFlowControl() {
   const uint64_t blocked_generation = engine_->BlockedGeneration();
-  const uint64_t control_generation = control_ != nullptr ? control_->Generation() : 0;
+  const uint64_t control_generation = commands_->Generation();
   if (blocked_generation != blocked_generation_ || control_generation != control_generation_) {
     blocked_generation_ = blocked_generation;
     control_generation_ = control_generation;
-    UpdateHeld();
-    ApplyControlCommands();
+    RefreshCommands();
   }
-  if (stop_fetching_) {
-    if (!paused_) {
-      LogInfo("consumer", "stopped fetching; draining in-flight events");
-      PauseAll();
-    }
-    return;
-  }
-  if (!paused_ && engine_->OverHighWatermark()) {
-    LogDebug("consumer", "buffers full: pausing fetch");
-    if (stats_ != nullptr) stats_->BackpressurePause();
-    PauseAll();
-  } else if (paused_ && engine_->UnderLowWatermark()) {
-    LogDebug("consumer", "buffers drained: resuming fetch");
-    ResumeAll();
-  }
+  flow_->UpdateBudgets(*fetch_, rebalancer_->assignment(), stop_fetching_);
 }
 
-void KafkaConsumer::UpdateHeld() {
-  // Held = blocked by a failure or paused by an operator: not fetched.
-  std::set<TopicPartition> held;
-  std::vector<TopicPartition> blocked = engine_->BlockedPartitions();
-  for (const TopicPartition& tp : blocked) held.insert(tp);
-  if (control_ != nullptr) {
-    const std::set<TopicPartition> paused = control_->Paused(assignment_);
-    if (paused != operator_paused_) {
-      std::vector<TopicPartition> newly;
-      for (const TopicPartition& tp : paused) {
-        if (operator_paused_.count(tp) == 0) newly.push_back(tp);
-      }
-      if (!newly.empty()) LogInfo("consumer", "paused by operator: ", DescribePartitions(newly));
-      operator_paused_ = paused;
-      engine_->SetPaused(operator_paused_);
-    }
-    held.insert(operator_paused_.begin(), operator_paused_.end());
-  }
-  std::vector<TopicPartition> newly_held;
-  std::vector<TopicPartition> released;
-  for (const TopicPartition& tp : held) {
-    if (held_.count(tp) == 0) newly_held.push_back(tp);
-  }
-  for (const TopicPartition& tp : held_) {
-    if (held.count(tp) == 0) released.push_back(tp);
-  }
-  held_.swap(held);
-  PublishPauseState();
-  if (!newly_held.empty()) {
-    RdPartitionList list(newly_held);
-    consumer_->pause(list.get());
-    std::vector<TopicPartition> newly_blocked;
-    for (const TopicPartition& tp : newly_held) {
-      if (std::find(blocked.begin(), blocked.end(), tp) != blocked.end()) {
-        newly_blocked.push_back(tp);
-      }
-    }
-    if (!newly_blocked.empty()) {
-      LogWarn("consumer", "paused blocked partitions: ", DescribePartitions(newly_blocked));
-    }
-  }
-  if (!released.empty() && !paused_) {
-    RdPartitionList list(released);
-    consumer_->resume(list.get());
-    LogInfo("consumer", "resumed released partitions: ", DescribePartitions(released));
-  }
+void KafkaConsumer::RefreshCommands() {
+  // Held = blocked by a failure or paused by an operator: not fetched. The
+  // holds are in force before the commands that assume them are applied.
+  const std::vector<TopicPartition>& assignment = rebalancer_->assignment();
+  flow_->UpdateHeld(*fetch_, engine_->BlockedPartitions(), commands_->OperatorPaused(assignment));
+  commands_->Apply(*consumer_, assignment);
 }
 
-void KafkaConsumer::ReportReset(const ControlLog::PendingReset& reset, const absl::Status& status) {
-  if (stats_ != nullptr) stats_->Commit(status.ok());
-  v1::internal::CommandResult result;
-  result.set_command_id(reset.command_id);
-  result.set_topic(reset.partition.topic);
-  result.set_partition(reset.partition.partition);
-  result.set_ok(status.ok());
-  if (status.ok()) {
-    LogInfo("consumer", "reset ", reset.partition.ToString(), " to offset ", reset.offset,
-            " (command ", reset.command_id, ")");
-  } else {
-    result.set_error(std::string(status.message()));
-    LogError("consumer", "reset ", reset.partition.ToString(), " to ", reset.offset,
-             " failed: ", status.ToString());
-  }
-  absl::Status reported = control_->ReportResult(std::move(result));
-  if (!reported.ok()) {
-    LogWarn("consumer", "could not record the reset result: ", reported.ToString());
-  }
-}
-
-void KafkaConsumer::ApplyControlCommands() {
-  if (control_ == nullptr || assignment_.empty()) return;
-  // UpdateHeld ran first: pauses and resumes read so far are in force here.
-  std::vector<v1::internal::CommandResult> acks;
-  for (const ControlLog::PendingAck& pending : control_->PendingPauseAcks(assignment_)) {
-    v1::internal::CommandResult ack;
-    ack.set_command_id(pending.command_id);
-    ack.set_topic(pending.partition.topic);
-    ack.set_partition(pending.partition.partition);
-    ack.set_ok(true);
-    acks.push_back(std::move(ack));
-  }
-  if (absl::Status acked = control_->ReportResults(std::move(acks)); !acked.ok()) {
-    LogWarn("consumer", "could not acknowledge a pause/resume: ", acked.ToString());
-  }
-  for (const ControlLog::PendingReset& reset : control_->PendingResets(assignment_)) {
-    // Drop the partition's work (new epoch: late results are stale), move
-    // the fetch position, then commit it so the group agrees even if this
-    // replica dies before committing anything else.
-    engine_->ResetPartition(reset.partition);
-    std::unique_ptr<RdKafka::TopicPartition> target(RdKafka::TopicPartition::create(
-        reset.partition.topic, reset.partition.partition, reset.offset));
-    absl::Status status = KafkaErrorToStatus(consumer_->seek(*target, 10000), "seek");
-    if (status.ok()) {
-      std::vector<RdKafka::TopicPartition*> list{target.get()};
-      status = KafkaErrorToStatus(consumer_->commitSync(list), "commit");
-    }
-    ReportReset(reset, status);
-  }
-  for (const ControlLog::PendingSkip& skip : control_->PendingSkips(assignment_)) {
-    v1::internal::CommandResult result;
-    result.set_command_id(skip.command_id);
-    result.set_topic(skip.partition.topic);
-    result.set_partition(skip.partition.partition);
-    absl::StatusOr<std::string> outcome = engine_->SkipOffset(skip.partition, skip.offset);
-    result.set_ok(outcome.ok());
-    if (outcome.ok()) {
-      result.set_outcome(*outcome);
-    } else {
-      result.set_error(std::string(outcome.status().message()));
-    }
-    absl::Status reported = control_->ReportResult(std::move(result));
-    if (!reported.ok()) {
-      LogWarn("consumer", "could not record the skip result: ", reported.ToString());
-    }
-  }
-}
-
-void KafkaConsumer::PublishPauseState() {
-  absl::MutexLock lock(&assignment_mu_);
-  paused_copy_ = paused_;
-  held_copy_ = held_;
-}
-
-void KafkaConsumer::PauseAll() {
-  paused_ = true;
-  PublishPauseState();
-  if (assignment_.empty()) return;
-  RdPartitionList list(assignment_);
-  const RdKafka::ErrorCode error = consumer_->pause(list.get());
-  if (error != RdKafka::ERR_NO_ERROR) {
-    LogWarn("consumer", "pause: ", RdKafka::err2str(error));
-  }
-}
-
-void KafkaConsumer::ResumeAll() {
-  paused_ = false;
-  PublishPauseState();
-  std::vector<TopicPartition> resumable;
-  for (const TopicPartition& tp : assignment_) {
-    if (held_.count(tp) == 0) resumable.push_back(tp);
-  }
-  if (resumable.empty()) return;
-  RdPartitionList list(resumable);
-  const RdKafka::ErrorCode error = consumer_->resume(list.get());
-  if (error != RdKafka::ERR_NO_ERROR) {
-    LogWarn("consumer", "resume: ", RdKafka::err2str(error));
-  }
+void KafkaConsumer::BeforeRebalance(bool assignment_lost) {
+  // A lost assignment is acted on at once: the coordinator is unreachable or
+  // has fenced this member, so commits in flight can only fail.
+  if (!assignment_lost) AwaitCommitAnswers();
+  FlushBatch();  // records read before the rebalance belong to the old assignment
 }
 
 void KafkaConsumer::AwaitCommitAnswers() {
@@ -473,129 +306,6 @@ void KafkaConsumer::AwaitCommitAnswers() {
          absl::Now() < deadline) {
     commit_queue_->Serve(absl::Milliseconds(100));
   }
-}
-
-void KafkaConsumer::OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions,
-                             bool incremental) {
-  AwaitCommitAnswers();
-  FlushBatch();  // records read before the rebalance belong to the old assignment
-  const std::vector<TopicPartition> assigned = ToTopicPartitions(partitions);
-  if (stats_ != nullptr) stats_->Assigned();
-  engine_->OnAssigned(assigned);
-  // Read every operator command issued so far before fetching: a partition
-  // paused or reset elsewhere must not run on from its old state here. A
-  // pending reset becomes the partition's start offset.
-  std::vector<ControlLog::PendingReset> resets;
-  if (control_ != nullptr) {
-    absl::Status caught_up = control_->CatchUp(config_.control_catch_up_timeout);
-    if (!caught_up.ok()) {
-      LogWarn("consumer", "control topic not read to its end (", caught_up.ToString(),
-              "); commands issued meanwhile apply when they are read");
-    }
-    resets = control_->PendingResets(assigned);
-    for (const ControlLog::PendingReset& reset : resets) {
-      for (RdKafka::TopicPartition* partition : partitions) {
-        if (partition->topic() == reset.partition.topic &&
-            partition->partition() == reset.partition.partition) {
-          partition->set_offset(reset.offset);
-        }
-      }
-    }
-  }
-  RdKafka::Error* error = nullptr;
-  RdKafka::ErrorCode code = RdKafka::ERR_NO_ERROR;
-  if (incremental) {
-    error = consumer_->incremental_assign(partitions);
-  } else {
-    code = consumer_->assign(partitions);
-  }
-  if (error != nullptr) {
-    LogError("consumer", "incremental assign failed: ", error->str());
-    delete error;
-  } else if (code != RdKafka::ERR_NO_ERROR) {
-    LogError("consumer", "assign failed: ", RdKafka::err2str(code));
-  }
-  if (!incremental) assignment_.clear();
-  assignment_.insert(assignment_.end(), assigned.begin(), assigned.end());
-  // librdkafka remembers a pause per partition across unassign/assign, so a
-  // partition paused before a rebalance would come back paused: always set
-  // the state this process wants now.
-  {
-    RdPartitionList list(assigned);
-    if (paused_) {
-      consumer_->pause(list.get());
-    } else {
-      consumer_->resume(list.get());
-    }
-  }
-  {
-    absl::MutexLock lock(&assignment_mu_);
-    assignment_copy_ = assignment_;
-  }
-  LogInfo("consumer", "assigned: ", DescribePartitions(assigned));
-  if (control_ != nullptr) {
-    for (const ControlLog::PendingReset& reset : resets) {
-      std::unique_ptr<RdKafka::TopicPartition> target(RdKafka::TopicPartition::create(
-          reset.partition.topic, reset.partition.partition, reset.offset));
-      std::vector<RdKafka::TopicPartition*> list{target.get()};
-      absl::Status status = KafkaErrorToStatus(consumer_->commitSync(list), "commit");
-      ReportReset(reset, status);
-    }
-    // The new partitions were just resumed above; UpdateHeld pauses the
-    // held ones among them again.
-    for (const TopicPartition& tp : assigned) held_.erase(tp);
-    UpdateHeld();
-    ApplyControlCommands();
-  }
-}
-
-void KafkaConsumer::OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions,
-                             bool incremental) {
-  // A lost assignment is acted on at once: the coordinator is unreachable or
-  // has fenced this member, so commits in flight can only fail.
-  if (!consumer_->assignment_lost()) AwaitCommitAnswers();
-  FlushBatch();  // records read before the rebalance belong to the old assignment
-  const std::vector<TopicPartition> revoked = ToTopicPartitions(partitions);
-  const std::vector<CommitPosition> positions = engine_->OnRevoked(revoked);
-  if (stats_ != nullptr) stats_->Revoked(consumer_->assignment_lost());
-  if (consumer_->assignment_lost()) {
-    LogWarn("consumer", "assignment lost (", DescribePartitions(revoked),
-            "); not committing, the new owner re-delivers unfinished events");
-  } else if (!positions.empty()) {
-    // These positions were computed just now, in this callback, for the
-    // partitions being revoked (the engine has already forgotten them, so
-    // CommitOnPollThread's still-current check would drop them all).
-    RdPartitionList list(positions);
-    absl::Status status = KafkaErrorToStatus(consumer_->commitSync(list.get()), "commit on revoke");
-    if (stats_ != nullptr) stats_->Commit(status.ok());
-    if (!status.ok()) LogWarn("consumer", "commit on revoke failed: ", status.ToString());
-  }
-  if (incremental) {
-    RdKafka::Error* error = consumer_->incremental_unassign(partitions);
-    if (error != nullptr) {
-      LogError("consumer", "incremental unassign failed: ", error->str());
-      delete error;
-    }
-  } else {
-    consumer_->unassign();
-  }
-  std::vector<TopicPartition> kept;
-  for (const TopicPartition& tp : assignment_) {
-    bool gone = false;
-    for (const TopicPartition& r : revoked) gone = gone || r == tp;
-    if (!gone) kept.push_back(tp);
-  }
-  assignment_.swap(kept);
-  for (const TopicPartition& tp : revoked) {
-    held_.erase(tp);
-    operator_paused_.erase(tp);
-  }
-  {
-    absl::MutexLock lock(&assignment_mu_);
-    assignment_copy_ = assignment_;
-    held_copy_ = held_;
-  }
-  LogInfo("consumer", "revoked: ", DescribePartitions(revoked));
 }
 
 absl::Status KafkaConsumer::Commit(const std::vector<CommitPosition>& positions) {

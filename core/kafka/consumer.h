@@ -1,9 +1,12 @@
 // KafkaConsumer: ferry's member of the consumer group. It owns the librdkafka
-// KafkaConsumer and its poll thread, decodes records into the Engine, follows
-// rebalances (assign → new partition state; revoke → commit what is
-// committable, drop the partitions' work) and pauses/resumes fetching when the
-// Engine's budgets fill and drain. The poll loop never blocks on the engine,
-// so the member is never kicked out of the group for being slow.
+// KafkaConsumer and its poll thread, and decodes records into the Engine. Its
+// components run on that thread: Rebalancer (rebalance.h) follows the
+// assignment (assign → new partition state; revoke → commit what is
+// committable, drop the partitions' work), FlowControl (flow_control.h)
+// pauses/resumes fetching when the Engine's budgets fill and drain, and
+// CommandApplier (command_applier.h) applies operator commands from the
+// control log. The poll loop never blocks on the engine, so the member is
+// never kicked out of the group for being slow.
 //
 // Commits run on the poll thread only, like the rebalance callbacks, so a
 // position computed before a revoke is never committed after it (it could
@@ -24,14 +27,12 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <set>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "core/kafka/commit_queue.h"
 #include "core/config/config.h"
 #include "core/kafka/consumer_stats.h"
 #include "core/control/control_log.h"
@@ -48,6 +49,12 @@ struct PartitionFetchState {
   bool paused = false;          // fetching paused (backpressure, block, shutdown)
 };
 
+class CommandApplier;
+class CommitQueue;
+class FetchSwitch;
+class FlowControl;
+class Rebalancer;
+
 class KafkaConsumer final : public OffsetCommitter {
  public:
   // Validates the `kafka:` map with librdkafka itself (an unknown property is
@@ -61,7 +68,7 @@ class KafkaConsumer final : public OffsetCommitter {
 
   // Operator commands (pause, resume, reset, skip) from the control topic;
   // set before Start. Without it the consumer only follows its engine.
-  void SetControlLog(ControlLog* control) { control_ = control; }
+  void SetControlLog(ControlLog* control);
 
   // Subscribes to the configured topics and starts the poll thread.
   absl::Status Start();
@@ -87,44 +94,43 @@ class KafkaConsumer final : public OffsetCommitter {
   std::map<TopicPartition, PartitionFetchState> FetchStates() const;
 
  private:
-  class RebalanceHandler;
   class EventHandler;
 
   KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder,
                 ConsumerStats* stats);
-  // Copies the poll thread's pause state for FetchStates().
-  void PublishPauseState();
   void PollLoop();
+  // After the loop: last commits, then close() (leaves the group).
+  void LeaveGroup();
   // Adds a record to batch_ (a poison record flushes batch_ first and goes
   // to the engine at once, so records keep their order).
   void HandleMessage(RdKafka::Message& message);
   // Hands batch_ to the engine (one lock, one dispatch).
   void FlushBatch();
+  // Holds and commands when the engine's blocks or the control log changed,
+  // then the budgets.
   void UpdateFlowControl();
-  // Rebalance callbacks first wait (boundedly) for commits in flight.
+  // Operator and failure holds in force, then the commands applied.
+  void RefreshCommands();
+  // Rebalance callbacks first settle the old assignment: the answers of
+  // commits in flight (boundedly; not when the assignment was lost) and the
+  // records read so far.
+  void BeforeRebalance(bool assignment_lost);
   void AwaitCommitAnswers();
-  void OnAssign(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
-  void OnRevoke(const std::vector<RdKafka::TopicPartition*>& partitions, bool incremental);
-  void PauseAll();
-  void ResumeAll();
   // Poll thread: commits the still-current positions synchronously.
   absl::Status CommitOnPollThread(const std::vector<CommitPosition>& positions);
   // Poll thread: sends the commits other threads asked for.
   void ServeCommitRequests();
-  // Pauses partitions the engine reports blocked or an operator paused (and
-  // resumes ones no longer held).
-  void UpdateHeld();
-  // Applies pending resets and skips of owned partitions and reports them.
-  void ApplyControlCommands();
-  void ReportReset(const ControlLog::PendingReset& reset, const absl::Status& status);
 
   const Config config_;
   Engine* const engine_;
   const Decoder* const decoder_;
   ConsumerStats* const stats_;
-  std::unique_ptr<RebalanceHandler> rebalance_handler_;
-  std::unique_ptr<EventHandler> event_handler_;
+  const std::unique_ptr<FlowControl> flow_;
+  const std::unique_ptr<CommandApplier> commands_;
+  const std::unique_ptr<Rebalancer> rebalancer_;
+  const std::unique_ptr<EventHandler> event_handler_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
+  std::unique_ptr<FetchSwitch> fetch_;  // on consumer_
   std::thread poll_thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> stop_fetching_{false};
@@ -135,12 +141,7 @@ class KafkaConsumer final : public OffsetCommitter {
   // takes what librdkafka has ready, bounded by the engine's headroom).
   std::vector<Engine::SubmitItem> batch_;
   int64_t batch_bytes_ = 0;
-  bool paused_ = false;
-  std::vector<TopicPartition> assignment_;
-  std::set<TopicPartition> held_;
-  std::set<TopicPartition> operator_paused_;
   uint64_t blocked_generation_ = 0;
-  ControlLog* control_ = nullptr;
   uint64_t control_generation_ = 0;
   struct CommitRequest {
     std::vector<CommitPosition> positions;
@@ -153,11 +154,6 @@ class KafkaConsumer final : public OffsetCommitter {
   absl::Mutex commit_mu_;
   bool polling_ ABSL_GUARDED_BY(commit_mu_) = false;
   std::vector<std::shared_ptr<CommitRequest>> commit_requests_ ABSL_GUARDED_BY(commit_mu_);
-  // Copy of the assignment for HighWatermarks() on other threads.
-  mutable absl::Mutex assignment_mu_;
-  std::vector<TopicPartition> assignment_copy_ ABSL_GUARDED_BY(assignment_mu_);
-  bool paused_copy_ ABSL_GUARDED_BY(assignment_mu_) = false;
-  std::set<TopicPartition> held_copy_ ABSL_GUARDED_BY(assignment_mu_);
 };
 
 }  // namespace ferry

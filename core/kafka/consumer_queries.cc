@@ -7,7 +7,9 @@
 
 #include "core/kafka/consumer.h"
 #include "core/common/kafka_status.h"
+#include "core/kafka/flow_control.h"
 #include "core/kafka/rd_partition_list.h"
+#include "core/kafka/rebalance.h"
 
 namespace ferry {
 namespace {
@@ -19,11 +21,7 @@ int64_t KnownOffsetOrMinusOne(int64_t offset) { return offset >= 0 ? offset : -1
 }  // namespace
 
 std::map<TopicPartition, int64_t> KafkaConsumer::HighWatermarks() const {
-  std::vector<TopicPartition> assignment;
-  {
-    absl::MutexLock lock(&assignment_mu_);
-    assignment = assignment_copy_;
-  }
+  const std::vector<TopicPartition> assignment = rebalancer_->AssignmentCopy();
   std::map<TopicPartition, int64_t> result;
   for (const TopicPartition& tp : assignment) {
     int64_t low = -1;
@@ -53,15 +51,8 @@ absl::StatusOr<std::map<TopicPartition, int64_t>> KafkaConsumer::Committed(
 }
 
 std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const {
-  std::vector<TopicPartition> assignment;
-  bool paused;
-  std::set<TopicPartition> held;
-  {
-    absl::MutexLock lock(&assignment_mu_);
-    assignment = assignment_copy_;
-    paused = paused_copy_;
-    held = held_copy_;
-  }
+  const std::vector<TopicPartition> assignment = rebalancer_->AssignmentCopy();
+  const FlowControl::Snapshot flow = flow_->snapshot();
   std::map<TopicPartition, PartitionFetchState> result;
   if (assignment.empty()) return result;
   RdPartitionList positions(assignment);
@@ -79,7 +70,7 @@ std::map<TopicPartition, PartitionFetchState> KafkaConsumer::FetchStates() const
       const int64_t position = positions.get()[i]->offset();
       state.position = position >= 0 ? position : -1;
     }
-    state.paused = paused || held.count(tp) > 0;
+    state.paused = flow.paused || flow.held.count(tp) > 0;
   }
   return result;
 }

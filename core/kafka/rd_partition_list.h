@@ -1,7 +1,10 @@
-// RdPartitionList: owns the RdKafka::TopicPartition pointers librdkafka's
-// C++ API wants, built from ferry's partitions or commit positions.
+// librdkafka glue for the consumer's components: RdPartitionList owns the
+// RdKafka::TopicPartition pointers librdkafka's C++ API wants, built from
+// ferry's partitions or commit positions; ToTopicPartitions goes the other
+// way; RdFetchSwitch is FlowControl's FetchSwitch on a KafkaConsumer.
 //
-// Threading: one owner; not shared.
+// Threading: one owner; not shared (RdFetchSwitch: the consumer's poll
+// thread, like every pause/resume).
 #ifndef FERRY_CORE_KAFKA_RD_PARTITION_LIST_H_
 #define FERRY_CORE_KAFKA_RD_PARTITION_LIST_H_
 
@@ -9,7 +12,9 @@
 
 #include <vector>
 
+#include "core/common/kafka_status.h"
 #include "core/engine/types.h"
+#include "core/kafka/flow_control.h"
 
 namespace ferry {
 
@@ -34,6 +39,32 @@ class RdPartitionList {
 
  private:
   std::vector<RdKafka::TopicPartition*> list_;
+};
+
+inline std::vector<TopicPartition> ToTopicPartitions(
+    const std::vector<RdKafka::TopicPartition*>& partitions) {
+  std::vector<TopicPartition> result;
+  result.reserve(partitions.size());
+  for (const RdKafka::TopicPartition* partition : partitions) {
+    result.push_back({partition->topic(), partition->partition()});
+  }
+  return result;
+}
+
+class RdFetchSwitch final : public FetchSwitch {
+ public:
+  explicit RdFetchSwitch(RdKafka::KafkaConsumer* consumer) : consumer_(consumer) {}
+  absl::Status Pause(const std::vector<TopicPartition>& partitions) override {
+    RdPartitionList list(partitions);
+    return KafkaErrorToStatus(consumer_->pause(list.get()), "pause");
+  }
+  absl::Status Resume(const std::vector<TopicPartition>& partitions) override {
+    RdPartitionList list(partitions);
+    return KafkaErrorToStatus(consumer_->resume(list.get()), "resume");
+  }
+
+ private:
+  RdKafka::KafkaConsumer* const consumer_;
 };
 
 }  // namespace ferry

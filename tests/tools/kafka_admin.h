@@ -2,6 +2,8 @@
 // offsets of a consumer group, end offsets (high watermarks), offsets for a
 // timestamp; and topic creation (the only call here that changes anything).
 //
+// A thin wrapper: topics and offsets go through core/kafka/admin
+// (KafkaAdmin), committed offsets and reading records through a consumer.
 // Each call opens its own short-lived librdkafka handle, so callers need no
 // setup and may call from any thread. Nothing here joins a consumer group or
 // auto-creates topics: metadata is read for all topics and the named one is
