@@ -35,6 +35,7 @@
 #include "absl/time/clock.h"
 #include "core/common/clock.h"
 #include "core/engine/committer.h"
+#include "core/engine/engine_timer.h"
 #include "core/config/config.h"
 #include "core/kafka/consumer_stats.h"
 #include "core/kafka/decoder.h"
@@ -302,6 +303,8 @@ int Run(int argc, char** argv) {
     (*control)->Stop();
     return kExitStartupError;
   }
+  EngineTimer timer(&engine);
+  timer.Start();
   Committer committer(&engine, consumer->get(), config.commit_interval);
   committer.Start();
   ProgressReporter progress(
@@ -331,6 +334,7 @@ int Run(int argc, char** argv) {
   // rest shuts down.
   std::thread metrics_stopper([&metrics] { metrics.reset(); });
   committer.Stop();        // final commit
+  timer.Stop();
   consumer_ptr->Stop();    // commit on revoke, leave the group
   if (dead_letters != nullptr) dead_letters->Stop();
   (*workers)->Stop();

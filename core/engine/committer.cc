@@ -1,17 +1,11 @@
 #include "core/engine/committer.h"
 
-#include <algorithm>
-
 #include "core/common/log.h"
 
 namespace ferry {
 
-Committer::Committer(Engine* engine, OffsetCommitter* kafka, absl::Duration commit_interval,
-                     absl::Duration tick)
-    : engine_(engine),
-      kafka_(kafka),
-      commit_interval_(commit_interval),
-      tick_(std::min(tick, commit_interval)) {}
+Committer::Committer(Engine* engine, OffsetCommitter* kafka, absl::Duration commit_interval)
+    : engine_(engine), kafka_(kafka), commit_interval_(commit_interval) {}
 
 Committer::~Committer() { Stop(); }
 
@@ -43,18 +37,13 @@ absl::Status Committer::CommitNow() {
 }
 
 void Committer::Run() {
-  absl::Time next_commit = absl::Now() + commit_interval_;
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
     // A timed wait on the stop condition: wakes at once on Stop().
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), tick_);
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), commit_interval_);
     if (stopping_) break;
     mu_.Unlock();
-    engine_->OnTimer();
-    if (absl::Now() >= next_commit) {
-      CommitNow().IgnoreError();
-      next_commit = absl::Now() + commit_interval_;
-    }
+    CommitNow().IgnoreError();
     mu_.Lock();
   }
 }

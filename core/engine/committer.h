@@ -2,9 +2,9 @@
 //
 // Every commit interval it commits each partition's contiguous done prefix +
 // 1, only for partitions whose position advanced since their last successful
-// commit (a failed commit is retried on the next round). Every tick (20ms) it
-// also runs the engine's timers: per-event deadlines, retry backoffs and
-// dead-letter retries, which need a finer clock than the commit interval.
+// commit (a failed commit is retried on the next round). It does nothing
+// else: the engine's timers (deadlines, retry backoffs, delays) run on
+// EngineTimer (core/engine/engine_timer.h).
 //
 // Threading: Start/Stop from the owner; one internal thread. Stop is
 // idempotent, joins, and makes one final commit.
@@ -23,8 +23,7 @@ namespace ferry {
 
 class Committer {
  public:
-  Committer(Engine* engine, OffsetCommitter* kafka, absl::Duration commit_interval,
-            absl::Duration tick = absl::Milliseconds(20));
+  Committer(Engine* engine, OffsetCommitter* kafka, absl::Duration commit_interval);
   ~Committer();
 
   void Start();
@@ -39,7 +38,6 @@ class Committer {
   Engine* const engine_;
   OffsetCommitter* const kafka_;
   const absl::Duration commit_interval_;
-  const absl::Duration tick_;
   std::thread thread_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
