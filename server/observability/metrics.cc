@@ -161,11 +161,10 @@ StateCollector::StateCollector(const Config& config, SnapshotSource snapshots,
       fetch_states_(std::move(fetch_states)),
       clock_(clock) {}
 
-std::vector<MetricFamily> StateCollector::Collect() const {
-  const EngineSnapshot snapshot = snapshots_();
-  const std::map<TopicPartition, PartitionFetchState> fetch = fetch_states_();
-  const absl::Time now = clock_->Now();
+namespace {
 
+// The per-partition gauge families, one series per assigned partition.
+struct PartitionFamilies {
   MetricFamily lag = Family("ferry_partition_lag",
                             "Consumer lag in records: end offset minus the committed position",
                             MetricType::Gauge);
@@ -199,12 +198,10 @@ std::vector<MetricFamily> StateCollector::Collect() const {
                                 "1 when an on_failure: block failure holds the partition",
                                 MetricType::Gauge);
 
-  for (const PartitionSnapshot& partition : snapshot.partitions) {
+  void Add(const PartitionSnapshot& partition, const PartitionFetchState* state, absl::Time now) {
     const std::vector<ClientMetric::Label> labels = {
         {"topic", partition.partition.topic},
         {"partition", absl::StrCat(partition.partition.partition)}};
-    auto it = fetch.find(partition.partition);
-    const PartitionFetchState* state = it != fetch.end() ? &it->second : nullptr;
     const int64_t position = CommittedPosition(partition, state);
     if (position >= 0) AddGauge(committed, labels, static_cast<double>(position));
     if (state != nullptr && state->high_watermark >= 0) {
@@ -228,53 +225,80 @@ std::vector<MetricFamily> StateCollector::Collect() const {
     AddGauge(blocked, labels, partition.blocked ? 1 : 0);
   }
 
-  std::vector<MetricFamily> families;
-  for (MetricFamily* family :
-       {&lag, &end, &committed, &buffered, &in_flight, &age, &blocker, &paused, &blocked}) {
-    families.push_back(std::move(*family));
+  void MoveTo(std::vector<MetricFamily>& families) {
+    for (MetricFamily* family :
+         {&lag, &end, &committed, &buffered, &in_flight, &age, &blocker, &paused, &blocked}) {
+      families.push_back(std::move(*family));
+    }
   }
-  families.push_back(Gauge("ferry_assigned_partitions", "Partitions assigned to this instance",
-                           static_cast<double>(snapshot.partitions.size())));
-  families.push_back(Gauge("ferry_buffered_events",
-                           "Events consumed and not finished, against budgets.max_buffered_events",
-                           static_cast<double>(snapshot.buffered_events)));
-  families.push_back(Gauge("ferry_buffered_events_budget", "budgets.max_buffered_events",
-                           static_cast<double>(max_buffered_events_)));
-  families.push_back(Gauge("ferry_buffered_bytes",
-                           "Bytes of the buffered events, against budgets.max_buffered_bytes",
-                           static_cast<double>(snapshot.buffered_bytes)));
-  families.push_back(Gauge("ferry_buffered_bytes_budget", "budgets.max_buffered_bytes",
-                           static_cast<double>(max_buffered_bytes_)));
-  families.push_back(Gauge("ferry_in_flight_events", "Events at workers, waiting for results",
-                           static_cast<double>(snapshot.in_flight)));
-  families.push_back(Gauge("ferry_queued_events",
-                           "Queue length: events waiting for dispatch (all lanes and unordered "
-                           "queues)",
-                           static_cast<double>(snapshot.queued_events)));
-  families.push_back(Gauge("ferry_longest_lane_queued_events",
-                           "Queue length of the longest lane (a lane is full at "
-                           "ferry_lane_capacity_events)",
-                           static_cast<double>(snapshot.longest_lane)));
-  families.push_back(Gauge("ferry_lane_capacity_events", "lanes.capacity",
-                           static_cast<double>(lane_capacity_)));
-  families.push_back(Gauge("ferry_lanes", "lanes.count", static_cast<double>(lane_count_)));
-  families.push_back(Gauge("ferry_delayed_events",
-                           "Events waiting for their time: in the delay stage (topics[].delay) "
-                           "or retries waiting out their backoff",
-                           static_cast<double>(snapshot.delayed_events)));
-  families.push_back(Gauge("ferry_delay_stage_events",
-                           "Events held until record timestamp + delay (topics[].delay), against "
-                           "ferry_delay_stage_capacity_events",
-                           static_cast<double>(snapshot.delay_stage_events)));
-  families.push_back(Gauge("ferry_delay_stage_capacity_events",
-                           "budgets.max_delayed_events: at this many delayed events fetching pauses",
-                           static_cast<double>(max_delayed_events_)));
-  families.push_back(Gauge("ferry_blocked_events",
-                           "Events held by on_failure: block failures",
-                           static_cast<double>(snapshot.blocked_events)));
-  families.push_back(Gauge("ferry_dead_letters_pending", "Dead letters being written to Kafka",
-                           static_cast<double>(snapshot.dead_letters_pending)));
+};
 
+// One unlabelled gauge: name, help, value.
+struct GaugeRow {
+  const char* name;
+  const char* help;
+  double value;
+};
+
+}  // namespace
+
+std::vector<MetricFamily> StateCollector::Collect() const {
+  const EngineSnapshot snapshot = snapshots_();
+  const std::map<TopicPartition, PartitionFetchState> fetch = fetch_states_();
+  PartitionFamilies partitions;
+  const absl::Time now = clock_->Now();
+  for (const PartitionSnapshot& partition : snapshot.partitions) {
+    auto it = fetch.find(partition.partition);
+    partitions.Add(partition, it != fetch.end() ? &it->second : nullptr, now);
+  }
+  std::vector<MetricFamily> families;
+  partitions.MoveTo(families);
+  const GaugeRow summary[] = {
+      {"ferry_assigned_partitions", "Partitions assigned to this instance",
+       static_cast<double>(snapshot.partitions.size())},
+      {"ferry_buffered_events",
+       "Events consumed and not finished, against budgets.max_buffered_events",
+       static_cast<double>(snapshot.buffered_events)},
+      {"ferry_buffered_events_budget", "budgets.max_buffered_events",
+       static_cast<double>(max_buffered_events_)},
+      {"ferry_buffered_bytes", "Bytes of the buffered events, against budgets.max_buffered_bytes",
+       static_cast<double>(snapshot.buffered_bytes)},
+      {"ferry_buffered_bytes_budget", "budgets.max_buffered_bytes",
+       static_cast<double>(max_buffered_bytes_)},
+      {"ferry_in_flight_events", "Events at workers, waiting for results",
+       static_cast<double>(snapshot.in_flight)},
+      {"ferry_queued_events",
+       "Queue length: events waiting for dispatch (all lanes and unordered queues)",
+       static_cast<double>(snapshot.queued_events)},
+      {"ferry_longest_lane_queued_events",
+       "Queue length of the longest lane (a lane is full at ferry_lane_capacity_events)",
+       static_cast<double>(snapshot.longest_lane)},
+      {"ferry_lane_capacity_events", "lanes.capacity", static_cast<double>(lane_capacity_)},
+      {"ferry_lanes", "lanes.count", static_cast<double>(lane_count_)},
+      {"ferry_delayed_events",
+       "Events waiting for their time: in the delay stage (topics[].delay) or retries waiting "
+       "out their backoff",
+       static_cast<double>(snapshot.delayed_events)},
+      {"ferry_delay_stage_events",
+       "Events held until record timestamp + delay (topics[].delay), against "
+       "ferry_delay_stage_capacity_events",
+       static_cast<double>(snapshot.delay_stage_events)},
+      {"ferry_delay_stage_capacity_events",
+       "budgets.max_delayed_events: at this many delayed events fetching pauses",
+       static_cast<double>(max_delayed_events_)},
+      {"ferry_blocked_events", "Events held by on_failure: block failures",
+       static_cast<double>(snapshot.blocked_events)},
+      {"ferry_dead_letters_pending", "Dead letters being written to Kafka",
+       static_cast<double>(snapshot.dead_letters_pending)},
+  };
+  for (const GaugeRow& row : summary) families.push_back(Gauge(row.name, row.help, row.value));
+  AddProcessorFamilies(snapshot, families);
+  return families;
+}
+
+// Per processor: connected and configured streams, credit, in flight.
+void StateCollector::AddProcessorFamilies(const EngineSnapshot& snapshot,
+                                          std::vector<MetricFamily>& families) const {
   MetricFamily streams = Family("ferry_worker_streams",
                                 "Connected worker streams (Ready received) per processor",
                                 MetricType::Gauge);
@@ -300,7 +324,6 @@ std::vector<MetricFamily> StateCollector::Collect() const {
   families.push_back(std::move(configured));
   families.push_back(std::move(credit));
   families.push_back(std::move(worker_in_flight));
-  return families;
 }
 
 // ---- ProcessCollector ----
