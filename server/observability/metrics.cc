@@ -163,73 +163,66 @@ StateCollector::StateCollector(const Config& config, SnapshotSource snapshots,
 
 namespace {
 
-// The per-partition gauge families, one series per assigned partition.
+// The per-partition gauge families, one series per assigned partition, in
+// the order they are exposed.
+enum PartitionGauge { kLag, kEnd, kCommitted, kBuffered, kInFlight, kAge, kBlocker, kPaused,
+                      kBlocked, kPartitionGauges };
+constexpr struct {
+  const char* name;
+  const char* help;
+} kPartitionGaugeText[kPartitionGauges] = {
+    {"ferry_partition_lag", "Consumer lag in records: end offset minus the committed position"},
+    {"ferry_partition_end_offset", "End offset (high watermark) of the partition"},
+    {"ferry_partition_committed_offset",
+     "The group's committed position for the partition (what ferry committed, or where it "
+     "started in this assignment)"},
+    {"ferry_partition_buffered_events",
+     "Events of the partition consumed and not finished (queued, delayed, at a worker or held)"},
+    {"ferry_partition_in_flight_events",
+     "Events of the partition at a worker, waiting for a result"},
+    {"ferry_partition_oldest_unfinished_age_seconds",
+     "Age of the oldest unfinished event of the partition, the commit blocker (0 when none)"},
+    {"ferry_partition_oldest_unfinished_offset",
+     "Offset of the oldest unfinished event, the commit blocker (absent when none)"},
+    {"ferry_partition_paused",
+     "1 when fetching the partition is paused (backpressure, a block failure, shutdown)"},
+    {"ferry_partition_blocked", "1 when an on_failure: block failure holds the partition"},
+};
+
 struct PartitionFamilies {
-  MetricFamily lag = Family("ferry_partition_lag",
-                            "Consumer lag in records: end offset minus the committed position",
-                            MetricType::Gauge);
-  MetricFamily end = Family("ferry_partition_end_offset",
-                            "End offset (high watermark) of the partition", MetricType::Gauge);
-  MetricFamily committed = Family(
-      "ferry_partition_committed_offset",
-      "The group's committed position for the partition (what ferry committed, or where it "
-      "started in this assignment)",
-      MetricType::Gauge);
-  MetricFamily buffered = Family("ferry_partition_buffered_events",
-                                 "Events of the partition consumed and not finished (queued, "
-                                 "delayed, at a worker or held)",
-                                 MetricType::Gauge);
-  MetricFamily in_flight = Family("ferry_partition_in_flight_events",
-                                  "Events of the partition at a worker, waiting for a result",
-                                  MetricType::Gauge);
-  MetricFamily age = Family(
-      "ferry_partition_oldest_unfinished_age_seconds",
-      "Age of the oldest unfinished event of the partition, the commit blocker (0 when none)",
-      MetricType::Gauge);
-  MetricFamily blocker = Family(
-      "ferry_partition_oldest_unfinished_offset",
-      "Offset of the oldest unfinished event, the commit blocker (absent when none)",
-      MetricType::Gauge);
-  MetricFamily paused = Family("ferry_partition_paused",
-                               "1 when fetching the partition is paused (backpressure, a block "
-                               "failure, shutdown)",
-                               MetricType::Gauge);
-  MetricFamily blocked = Family("ferry_partition_blocked",
-                                "1 when an on_failure: block failure holds the partition",
-                                MetricType::Gauge);
+  std::vector<MetricFamily> families;  // indexed by PartitionGauge
+
+  PartitionFamilies() {
+    for (const auto& text : kPartitionGaugeText) {
+      families.push_back(Family(text.name, text.help, MetricType::Gauge));
+    }
+  }
 
   void Add(const PartitionSnapshot& partition, const PartitionFetchState* state, absl::Time now) {
     const std::vector<ClientMetric::Label> labels = {
         {"topic", partition.partition.topic},
         {"partition", absl::StrCat(partition.partition.partition)}};
     const int64_t position = CommittedPosition(partition, state);
-    if (position >= 0) AddGauge(committed, labels, static_cast<double>(position));
+    if (position >= 0) AddGauge(families[kCommitted], labels, static_cast<double>(position));
     if (state != nullptr && state->high_watermark >= 0) {
-      AddGauge(end, labels, static_cast<double>(state->high_watermark));
+      AddGauge(families[kEnd], labels, static_cast<double>(state->high_watermark));
       if (position >= 0) {
-        AddGauge(lag, labels,
+        AddGauge(families[kLag], labels,
                  static_cast<double>(std::max<int64_t>(0, state->high_watermark - position)));
       }
     }
-    AddGauge(buffered, labels, static_cast<double>(partition.buffered));
-    AddGauge(in_flight, labels, static_cast<double>(partition.in_flight));
+    AddGauge(families[kBuffered], labels, static_cast<double>(partition.buffered));
+    AddGauge(families[kInFlight], labels, static_cast<double>(partition.in_flight));
     const double age_seconds =
         partition.oldest_unfinished_since.has_value()
             ? std::max(0.0, absl::ToDoubleSeconds(now - *partition.oldest_unfinished_since))
             : 0.0;
-    AddGauge(age, labels, age_seconds);
+    AddGauge(families[kAge], labels, age_seconds);
     if (partition.lowest_unfinished.has_value()) {
-      AddGauge(blocker, labels, static_cast<double>(*partition.lowest_unfinished));
+      AddGauge(families[kBlocker], labels, static_cast<double>(*partition.lowest_unfinished));
     }
-    AddGauge(paused, labels, state != nullptr && state->paused ? 1 : 0);
-    AddGauge(blocked, labels, partition.blocked ? 1 : 0);
-  }
-
-  void MoveTo(std::vector<MetricFamily>& families) {
-    for (MetricFamily* family :
-         {&lag, &end, &committed, &buffered, &in_flight, &age, &blocker, &paused, &blocked}) {
-      families.push_back(std::move(*family));
-    }
+    AddGauge(families[kPaused], labels, state != nullptr && state->paused ? 1 : 0);
+    AddGauge(families[kBlocked], labels, partition.blocked ? 1 : 0);
   }
 };
 
@@ -251,8 +244,7 @@ std::vector<MetricFamily> StateCollector::Collect() const {
     auto it = fetch.find(partition.partition);
     partitions.Add(partition, it != fetch.end() ? &it->second : nullptr, now);
   }
-  std::vector<MetricFamily> families;
-  partitions.MoveTo(families);
+  std::vector<MetricFamily> families = std::move(partitions.families);
   const GaugeRow summary[] = {
       {"ferry_assigned_partitions", "Partitions assigned to this instance",
        static_cast<double>(snapshot.partitions.size())},
