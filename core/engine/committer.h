@@ -11,11 +11,8 @@
 #ifndef FERRY_CORE_ENGINE_COMMITTER_H_
 #define FERRY_CORE_ENGINE_COMMITTER_H_
 
-#include <thread>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/common/periodic_thread.h"
 #include "core/engine/engine.h"
 #include "core/engine/offset_committer.h"
 
@@ -33,15 +30,10 @@ class Committer {
   absl::Status CommitNow();
 
  private:
-  void Run();
-
   Engine* const engine_;
   OffsetCommitter* const kafka_;
-  const absl::Duration commit_interval_;
-  std::thread thread_;
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopped_ = false;
+  bool stopped_ = false;  // owner thread only
+  PeriodicThread thread_;  // last: stopped before the members above go
 };
 
 }  // namespace ferry
