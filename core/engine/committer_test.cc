@@ -73,5 +73,38 @@ TEST_F(CommitterTest, StopMakesAFinalCommit) {
   EXPECT_EQ(kafka_.commits[0][0].offset, 42);
 }
 
+// Commits from the committer's own thread; thread-safe.
+class SignallingCommitter final : public OffsetCommitter {
+ public:
+  absl::Status Commit(const std::vector<CommitPosition>&) override {
+    absl::MutexLock lock(&mu_);
+    ++commits_;
+    return absl::OkStatus();
+  }
+  bool WaitForCommit() {
+    absl::MutexLock lock(&mu_);
+    auto committed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return commits_ > 0; };
+    return mu_.AwaitWithTimeout(absl::Condition(&committed), absl::Seconds(30));
+  }
+
+ private:
+  absl::Mutex mu_;
+  int commits_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The engine's timers are EngineTimer's job: a commit round leaves a passed
+// deadline alone.
+TEST_F(CommitterTest, CommitsWithoutRunningTheEnginesTimers) {
+  SubmitAndAck(1, 5);
+  engine_.Submit(MakeEvent(0, 0, "k0", ""), 1);  // at the worker, unanswered
+  clock_.Advance(absl::Hours(24));               // long past its deadline
+  SignallingCommitter kafka;
+  Committer committer(&engine_, &kafka, absl::Milliseconds(1));
+  committer.Start();
+  ASSERT_TRUE(kafka.WaitForCommit());
+  committer.Stop();
+  EXPECT_EQ(engine_.Snapshot().counters.timed_out, 0);
+}
+
 }  // namespace
 }  // namespace ferry::testing

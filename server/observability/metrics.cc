@@ -161,120 +161,136 @@ StateCollector::StateCollector(const Config& config, SnapshotSource snapshots,
       fetch_states_(std::move(fetch_states)),
       clock_(clock) {}
 
-std::vector<MetricFamily> StateCollector::Collect() const {
-  const EngineSnapshot snapshot = snapshots_();
-  const std::map<TopicPartition, PartitionFetchState> fetch = fetch_states_();
-  const absl::Time now = clock_->Now();
+namespace {
 
-  MetricFamily lag = Family("ferry_partition_lag",
-                            "Consumer lag in records: end offset minus the committed position",
-                            MetricType::Gauge);
-  MetricFamily end = Family("ferry_partition_end_offset",
-                            "End offset (high watermark) of the partition", MetricType::Gauge);
-  MetricFamily committed = Family(
-      "ferry_partition_committed_offset",
-      "The group's committed position for the partition (what ferry committed, or where it "
-      "started in this assignment)",
-      MetricType::Gauge);
-  MetricFamily buffered = Family("ferry_partition_buffered_events",
-                                 "Events of the partition consumed and not finished (queued, "
-                                 "delayed, at a worker or held)",
-                                 MetricType::Gauge);
-  MetricFamily in_flight = Family("ferry_partition_in_flight_events",
-                                  "Events of the partition at a worker, waiting for a result",
-                                  MetricType::Gauge);
-  MetricFamily age = Family(
-      "ferry_partition_oldest_unfinished_age_seconds",
-      "Age of the oldest unfinished event of the partition, the commit blocker (0 when none)",
-      MetricType::Gauge);
-  MetricFamily blocker = Family(
-      "ferry_partition_oldest_unfinished_offset",
-      "Offset of the oldest unfinished event, the commit blocker (absent when none)",
-      MetricType::Gauge);
-  MetricFamily paused = Family("ferry_partition_paused",
-                               "1 when fetching the partition is paused (backpressure, a block "
-                               "failure, shutdown)",
-                               MetricType::Gauge);
-  MetricFamily blocked = Family("ferry_partition_blocked",
-                                "1 when an on_failure: block failure holds the partition",
-                                MetricType::Gauge);
+// The per-partition gauge families, one series per assigned partition, in
+// the order they are exposed.
+enum PartitionGauge { kLag, kEnd, kCommitted, kBuffered, kInFlight, kAge, kBlocker, kPaused,
+                      kBlocked, kPartitionGauges };
+constexpr struct {
+  const char* name;
+  const char* help;
+} kPartitionGaugeText[kPartitionGauges] = {
+    {"ferry_partition_lag", "Consumer lag in records: end offset minus the committed position"},
+    {"ferry_partition_end_offset", "End offset (high watermark) of the partition"},
+    {"ferry_partition_committed_offset",
+     "The group's committed position for the partition (what ferry committed, or where it "
+     "started in this assignment)"},
+    {"ferry_partition_buffered_events",
+     "Events of the partition consumed and not finished (queued, delayed, at a worker or held)"},
+    {"ferry_partition_in_flight_events",
+     "Events of the partition at a worker, waiting for a result"},
+    {"ferry_partition_oldest_unfinished_age_seconds",
+     "Age of the oldest unfinished event of the partition, the commit blocker (0 when none)"},
+    {"ferry_partition_oldest_unfinished_offset",
+     "Offset of the oldest unfinished event, the commit blocker (absent when none)"},
+    {"ferry_partition_paused",
+     "1 when fetching the partition is paused (backpressure, a block failure, shutdown)"},
+    {"ferry_partition_blocked", "1 when an on_failure: block failure holds the partition"},
+};
 
-  for (const PartitionSnapshot& partition : snapshot.partitions) {
+struct PartitionFamilies {
+  std::vector<MetricFamily> families;  // indexed by PartitionGauge
+
+  PartitionFamilies() {
+    for (const auto& text : kPartitionGaugeText) {
+      families.push_back(Family(text.name, text.help, MetricType::Gauge));
+    }
+  }
+
+  void Add(const PartitionSnapshot& partition, const PartitionFetchState* state, absl::Time now) {
     const std::vector<ClientMetric::Label> labels = {
         {"topic", partition.partition.topic},
         {"partition", absl::StrCat(partition.partition.partition)}};
-    auto it = fetch.find(partition.partition);
-    const PartitionFetchState* state = it != fetch.end() ? &it->second : nullptr;
     const int64_t position = CommittedPosition(partition, state);
-    if (position >= 0) AddGauge(committed, labels, static_cast<double>(position));
+    if (position >= 0) AddGauge(families[kCommitted], labels, static_cast<double>(position));
     if (state != nullptr && state->high_watermark >= 0) {
-      AddGauge(end, labels, static_cast<double>(state->high_watermark));
+      AddGauge(families[kEnd], labels, static_cast<double>(state->high_watermark));
       if (position >= 0) {
-        AddGauge(lag, labels,
+        AddGauge(families[kLag], labels,
                  static_cast<double>(std::max<int64_t>(0, state->high_watermark - position)));
       }
     }
-    AddGauge(buffered, labels, static_cast<double>(partition.buffered));
-    AddGauge(in_flight, labels, static_cast<double>(partition.in_flight));
+    AddGauge(families[kBuffered], labels, static_cast<double>(partition.buffered));
+    AddGauge(families[kInFlight], labels, static_cast<double>(partition.in_flight));
     const double age_seconds =
         partition.oldest_unfinished_since.has_value()
             ? std::max(0.0, absl::ToDoubleSeconds(now - *partition.oldest_unfinished_since))
             : 0.0;
-    AddGauge(age, labels, age_seconds);
+    AddGauge(families[kAge], labels, age_seconds);
     if (partition.lowest_unfinished.has_value()) {
-      AddGauge(blocker, labels, static_cast<double>(*partition.lowest_unfinished));
+      AddGauge(families[kBlocker], labels, static_cast<double>(*partition.lowest_unfinished));
     }
-    AddGauge(paused, labels, state != nullptr && state->paused ? 1 : 0);
-    AddGauge(blocked, labels, partition.blocked ? 1 : 0);
+    AddGauge(families[kPaused], labels, state != nullptr && state->paused ? 1 : 0);
+    AddGauge(families[kBlocked], labels, partition.blocked ? 1 : 0);
   }
+};
 
-  std::vector<MetricFamily> families;
-  for (MetricFamily* family :
-       {&lag, &end, &committed, &buffered, &in_flight, &age, &blocker, &paused, &blocked}) {
-    families.push_back(std::move(*family));
+// One unlabelled gauge: name, help, value.
+struct GaugeRow {
+  const char* name;
+  const char* help;
+  double value;
+};
+
+}  // namespace
+
+std::vector<MetricFamily> StateCollector::Collect() const {
+  const EngineSnapshot snapshot = snapshots_();
+  const std::map<TopicPartition, PartitionFetchState> fetch = fetch_states_();
+  PartitionFamilies partitions;
+  const absl::Time now = clock_->Now();
+  for (const PartitionSnapshot& partition : snapshot.partitions) {
+    auto it = fetch.find(partition.partition);
+    partitions.Add(partition, it != fetch.end() ? &it->second : nullptr, now);
   }
-  families.push_back(Gauge("ferry_assigned_partitions", "Partitions assigned to this instance",
-                           static_cast<double>(snapshot.partitions.size())));
-  families.push_back(Gauge("ferry_buffered_events",
-                           "Events consumed and not finished, against budgets.max_buffered_events",
-                           static_cast<double>(snapshot.buffered_events)));
-  families.push_back(Gauge("ferry_buffered_events_budget", "budgets.max_buffered_events",
-                           static_cast<double>(max_buffered_events_)));
-  families.push_back(Gauge("ferry_buffered_bytes",
-                           "Bytes of the buffered events, against budgets.max_buffered_bytes",
-                           static_cast<double>(snapshot.buffered_bytes)));
-  families.push_back(Gauge("ferry_buffered_bytes_budget", "budgets.max_buffered_bytes",
-                           static_cast<double>(max_buffered_bytes_)));
-  families.push_back(Gauge("ferry_in_flight_events", "Events at workers, waiting for results",
-                           static_cast<double>(snapshot.in_flight)));
-  families.push_back(Gauge("ferry_queued_events",
-                           "Queue length: events waiting for dispatch (all lanes and unordered "
-                           "queues)",
-                           static_cast<double>(snapshot.queued_events)));
-  families.push_back(Gauge("ferry_longest_lane_queued_events",
-                           "Queue length of the longest lane (a lane is full at "
-                           "ferry_lane_capacity_events)",
-                           static_cast<double>(snapshot.longest_lane)));
-  families.push_back(Gauge("ferry_lane_capacity_events", "lanes.capacity",
-                           static_cast<double>(lane_capacity_)));
-  families.push_back(Gauge("ferry_lanes", "lanes.count", static_cast<double>(lane_count_)));
-  families.push_back(Gauge("ferry_delayed_events",
-                           "Events waiting for their time: in the delay stage (topics[].delay) "
-                           "or retries waiting out their backoff",
-                           static_cast<double>(snapshot.delayed_events)));
-  families.push_back(Gauge("ferry_delay_stage_events",
-                           "Events held until record timestamp + delay (topics[].delay), against "
-                           "ferry_delay_stage_capacity_events",
-                           static_cast<double>(snapshot.delay_stage_events)));
-  families.push_back(Gauge("ferry_delay_stage_capacity_events",
-                           "budgets.max_delayed_events: at this many delayed events fetching pauses",
-                           static_cast<double>(max_delayed_events_)));
-  families.push_back(Gauge("ferry_blocked_events",
-                           "Events held by on_failure: block failures",
-                           static_cast<double>(snapshot.blocked_events)));
-  families.push_back(Gauge("ferry_dead_letters_pending", "Dead letters being written to Kafka",
-                           static_cast<double>(snapshot.dead_letters_pending)));
+  std::vector<MetricFamily> families = std::move(partitions.families);
+  const GaugeRow summary[] = {
+      {"ferry_assigned_partitions", "Partitions assigned to this instance",
+       static_cast<double>(snapshot.partitions.size())},
+      {"ferry_buffered_events",
+       "Events consumed and not finished, against budgets.max_buffered_events",
+       static_cast<double>(snapshot.buffered_events)},
+      {"ferry_buffered_events_budget", "budgets.max_buffered_events",
+       static_cast<double>(max_buffered_events_)},
+      {"ferry_buffered_bytes", "Bytes of the buffered events, against budgets.max_buffered_bytes",
+       static_cast<double>(snapshot.buffered_bytes)},
+      {"ferry_buffered_bytes_budget", "budgets.max_buffered_bytes",
+       static_cast<double>(max_buffered_bytes_)},
+      {"ferry_in_flight_events", "Events at workers, waiting for results",
+       static_cast<double>(snapshot.in_flight)},
+      {"ferry_queued_events",
+       "Queue length: events waiting for dispatch (all lanes and unordered queues)",
+       static_cast<double>(snapshot.queued_events)},
+      {"ferry_longest_lane_queued_events",
+       "Queue length of the longest lane (a lane is full at ferry_lane_capacity_events)",
+       static_cast<double>(snapshot.longest_lane)},
+      {"ferry_lane_capacity_events", "lanes.capacity", static_cast<double>(lane_capacity_)},
+      {"ferry_lanes", "lanes.count", static_cast<double>(lane_count_)},
+      {"ferry_delayed_events",
+       "Events waiting for their time: in the delay stage (topics[].delay) or retries waiting "
+       "out their backoff",
+       static_cast<double>(snapshot.delayed_events)},
+      {"ferry_delay_stage_events",
+       "Events held until record timestamp + delay (topics[].delay), against "
+       "ferry_delay_stage_capacity_events",
+       static_cast<double>(snapshot.delay_stage_events)},
+      {"ferry_delay_stage_capacity_events",
+       "budgets.max_delayed_events: at this many delayed events fetching pauses",
+       static_cast<double>(max_delayed_events_)},
+      {"ferry_blocked_events", "Events held by on_failure: block failures",
+       static_cast<double>(snapshot.blocked_events)},
+      {"ferry_dead_letters_pending", "Dead letters being written to Kafka",
+       static_cast<double>(snapshot.dead_letters_pending)},
+  };
+  for (const GaugeRow& row : summary) families.push_back(Gauge(row.name, row.help, row.value));
+  AddProcessorFamilies(snapshot, families);
+  return families;
+}
 
+// Per processor: connected and configured streams, credit, in flight.
+void StateCollector::AddProcessorFamilies(const EngineSnapshot& snapshot,
+                                          std::vector<MetricFamily>& families) const {
   MetricFamily streams = Family("ferry_worker_streams",
                                 "Connected worker streams (Ready received) per processor",
                                 MetricType::Gauge);
@@ -300,7 +316,6 @@ std::vector<MetricFamily> StateCollector::Collect() const {
   families.push_back(std::move(configured));
   families.push_back(std::move(credit));
   families.push_back(std::move(worker_in_flight));
-  return families;
 }
 
 // ---- ProcessCollector ----

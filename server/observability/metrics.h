@@ -73,6 +73,9 @@ class StateCollector final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
+  void AddProcessorFamilies(const EngineSnapshot& snapshot,
+                            std::vector<prometheus::MetricFamily>& families) const;
+
   const std::vector<std::string> processor_names_;
   const std::vector<int> configured_streams_;
   const int64_t max_buffered_events_;

@@ -10,26 +10,20 @@ namespace ferry {
 
 ProgressReporter::ProgressReporter(const Engine* engine, WatermarkSource watermarks,
                                    absl::Duration interval)
-    : engine_(engine), watermarks_(std::move(watermarks)), interval_(interval) {}
+    : engine_(engine),
+      watermarks_(std::move(watermarks)),
+      interval_(interval),
+      thread_([this] { LogInfo("progress", Line()); }, interval) {}
 
 ProgressReporter::~ProgressReporter() { Stop(); }
 
 void ProgressReporter::Start() {
-  if (interval_ <= absl::ZeroDuration()) return;
-  thread_ = std::thread([this] { Run(); });
+  if (interval_ <= absl::ZeroDuration()) return;  // log.progress_interval: 0 turns it off
+  thread_.Start();
 }
 
 void ProgressReporter::Stop() {
-  if (stopped_) return;
-  stopped_ = true;
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) {
-    thread_.join();
-    LogInfo("progress", Line());
-  }
+  if (thread_.Stop()) LogInfo("progress", Line());  // the final line
 }
 
 std::string ProgressReporter::Line() {
@@ -80,17 +74,6 @@ std::string ProgressReporter::Line() {
                       snapshot.partitions.size(), " committed=", committed_total,
                       " lag=", lag_known ? absl::StrCat(lag) : std::string("?"),
                       " blocker=", blocker_text, " delayed=", snapshot.delay_stage_events);
-}
-
-void ProgressReporter::Run() {
-  absl::MutexLock lock(&mu_);
-  while (!stopping_) {
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), interval_);
-    if (stopping_) break;
-    mu_.Unlock();
-    LogInfo("progress", Line());
-    mu_.Lock();
-  }
 }
 
 }  // namespace ferry

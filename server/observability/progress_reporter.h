@@ -11,11 +11,10 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/common/periodic_thread.h"
 #include "core/engine/engine.h"
 
 namespace ferry {
@@ -34,17 +33,13 @@ class ProgressReporter {
   std::string Line();
 
  private:
-  void Run();
-
   const Engine* const engine_;
   const WatermarkSource watermarks_;
   const absl::Duration interval_;
-  std::thread thread_;
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopped_ = false;
+  // Line() runs on the thread, then (after the join) on the owner's.
   int64_t last_acked_ = 0;
   absl::Time last_time_ = absl::Now();
+  PeriodicThread thread_;  // last: stopped before the members above go
 };
 
 }  // namespace ferry
