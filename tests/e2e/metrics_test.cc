@@ -3,7 +3,7 @@
 //
 // Checks:
 //   * every scrape, during and after a run, parses as the text exposition
-//     format (strictly: core/metrics_text.h), and counters never go down;
+//     format (strictly: tests/tools/metrics_text.h), and counters never go down;
 //   * the counters match what the test produced and what the workers
 //     answered (records consumed, ok and fail results, attempts, histogram
 //     counts, committed and end offsets), and lag reaches 0;
@@ -30,7 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
-#include "core/metrics_text.h"
+#include "tests/tools/metrics_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
