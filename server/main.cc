@@ -232,7 +232,7 @@ int Run(int argc, char** argv) {
   // ferry's own gRPC server: Control, health and reflection (so grpcurl
   // can list and call everything).
   ControlService control_service(config, &engine, consumer->get(), control->get(),
-                                 *control_token);
+                                 *control_token, registry.get());
   EnableHealthService();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
