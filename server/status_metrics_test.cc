@@ -18,22 +18,25 @@ namespace ferry {
 namespace {
 
 Config TwoProcessors() {
-  Config config;
-  TopicConfig topic;
-  topic.name = "orders";
-  config.topics.push_back(topic);
-  ProcessorConfig slow;
-  slow.name = "slow";
-  slow.event_types = {"a"};
-  slow.streams = 4;
-  ProcessorConfig fast;
-  fast.name = "fast";
-  fast.streams = 2;  // "*": every other type
-  config.processors = {slow, fast};
-  config.max_buffered_events = 1000;
-  config.max_buffered_bytes = 1 << 20;
-  config.lane_capacity = 64;
-  return config;
+  absl::StatusOr<Config> config = ParseConfig(R"(topics:
+  - name: orders
+processors:
+  - name: slow
+    target: ipv4:127.0.0.1:1
+    event_types: [a]
+    streams: 4
+  - name: fast
+    target: ipv4:127.0.0.1:2
+    streams: 2
+lanes:
+  capacity: 64
+budgets:
+  max_buffered_events: 1000
+  max_buffered_bytes: 1MiB
+)",
+                                              "test.yaml");
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.ok() ? *config : Config();
 }
 
 class StatusMetricsTest : public ::testing::Test {
