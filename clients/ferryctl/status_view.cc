@@ -177,12 +177,9 @@ std::string CommitRate(const Interval& interval, const v1::PartitionStatus& part
     if (earlier.topic() != partition.topic() || earlier.partition() != partition.partition()) {
       continue;
     }
-    if (earlier.committed_offset() < 0 || partition.committed_offset() < earlier.committed_offset()) {
-      return "-";
-    }
-    return FormatRate(static_cast<double>(partition.committed_offset() -
-                                          earlier.committed_offset()) /
-                      interval.seconds);
+    const int64_t progress = partition.committed_offset() - earlier.committed_offset();
+    if (earlier.committed_offset() < 0 || progress < 0) return "-";
+    return FormatRate(static_cast<double>(progress) / interval.seconds);
   }
   return "-";
 }
