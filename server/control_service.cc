@@ -36,12 +36,14 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 }
 
 ControlService::ControlService(const Config& config, Engine* engine, KafkaConsumer* consumer,
-                               ControlLog* control, std::string token)
+                               ControlLog* control, std::string token,
+                               const prometheus::Collectable* counters)
     : config_(config),
       engine_(engine),
       consumer_(consumer),
       control_(control),
-      token_(std::move(token)) {}
+      token_(std::move(token)),
+      status_metrics_(config, counters, absl::Now()) {}
 
 absl::Status ControlService::Authorize(const grpc::ServerContext& context) const {
   if (token_.empty()) return absl::OkStatus();
@@ -420,6 +422,7 @@ void ControlService::Status(v1::GetStatusResponse* response) {
   for (const std::string& command : control_->PauseCommands()) {
     response->add_pause_commands(command);
   }
+  status_metrics_.Fill(snapshot, now, response);
 }
 
 grpc::Status ControlService::GetStatus(grpc::ServerContext* context,

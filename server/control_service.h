@@ -4,7 +4,8 @@
 // It validates every request against the configuration and the topics'
 // metadata, turns Pause/Resume/ResetOffsets/SkipOffset into records of the
 // group's control topic (core/control/control_log.h) and waits for them to be read
-// or applied; GetStatus answers from this replica's engine and consumer.
+// or applied; GetStatus answers from this replica's engine and consumer, and
+// carries the counters /metrics serves (server/status_metrics.h).
 // absl::Status becomes grpc::Status here and nowhere else.
 //
 // Threading: gRPC's synchronous server calls the handlers on its own thread
@@ -25,6 +26,7 @@
 #include "core/engine/engine.h"
 #include "core/kafka/consumer.h"
 #include "ferry/v1/control.grpc.pb.h"
+#include "server/status_metrics.h"
 
 namespace ferry {
 
@@ -33,9 +35,12 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 
 class ControlService final : public v1::Control::Service {
  public:
-  // `token` empty: no authentication. Everything must outlive the service.
+  // `token` empty: no authentication. `counters`: the metrics registry the
+  // stats count in (null: GetStatus's counters stay 0). Everything must
+  // outlive the service.
   ControlService(const Config& config, Engine* engine, KafkaConsumer* consumer,
-                 ControlLog* control, std::string token);
+                 ControlLog* control, std::string token,
+                 const prometheus::Collectable* counters = nullptr);
 
   grpc::Status Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
                      v1::PauseResponse* response) override;
@@ -71,6 +76,7 @@ class ControlService final : public v1::Control::Service {
   KafkaConsumer* const consumer_;
   ControlLog* const control_;
   const std::string token_;
+  const StatusMetrics status_metrics_;
 };
 
 }  // namespace ferry

@@ -171,7 +171,8 @@ absl::Status Server::Build() {
   c.workers = *std::move(workers);
   // The one place ControlService is built.
   c.control_service = std::make_unique<ControlService>(
-      c.config, c.engine.get(), c.consumer.get(), c.control.get(), c.inputs.control_token);
+      c.config, c.engine.get(), c.consumer.get(), c.control.get(), c.inputs.control_token,
+      c.registry.get());
   return absl::OkStatus();
 }
 

@@ -1,8 +1,8 @@
 // ferryctl: the operator's command line for a running ferry group.
 //
 //   ferryctl status [--output=table|json]                 GetStatus of one replica
-//   ferryctl status --metrics=HOST:PORT [--watch] [--interval=1s]
-//                                                         the /metrics view (rates)
+//   ferryctl status --metrics [--watch] [--interval=1s]   the live view (rates from
+//                                                         two GetStatus answers)
 //   ferryctl pause  (--topic=T[:0,3] [--partitions=0,3] | --all)
 //   ferryctl resume (--topic=T[:0,3] [--partitions=0,3] | --all)
 //   ferryctl reset  --topic=T [--partitions=0,3]
@@ -10,7 +10,7 @@
 //                    --to-offset=N) [--dry-run] [--wait=15s]
 //   ferryctl skip   --topic=T --partition=P --offset=O [--wait=10s]
 //
-// Every command but `status --metrics` calls ferry's Control gRPC service
+// Every command calls ferry's Control gRPC service
 // (proto/ferry/v1/control.proto) on --server (default 127.0.0.1:7070), with
 // `authorization: Bearer <token>` metadata when --token_file or
 // $FERRY_CONTROL_TOKEN gives a token, over TLS when --tls_ca is given (mTLS
@@ -22,8 +22,7 @@
 // Exit codes, which scripts may rely on:
 //   0  done
 //   1  the call failed: `ferryctl: <CODE>: <message>` on stderr (e.g.
-//      NOT_FOUND, UNAUTHENTICATED, UNAVAILABLE), or for `status --metrics`
-//      ferry's metrics could not be read
+//      NOT_FOUND, UNAUTHENTICATED, UNAVAILABLE)
 //   2  usage: unknown command or flag, missing or conflicting flags, a bad
 //      value, or a file a flag names cannot be read; nothing was sent
 //   3  `reset` (not --dry-run) answered, but not every partition was applied
@@ -52,7 +51,6 @@
 #include "clients/ferryctl/control_client.h"
 #include "clients/ferryctl/control_view.h"
 #include "clients/ferryctl/status_view.h"
-#include "core/metrics_text.h"
 
 namespace ferry::ferryctl {
 namespace {
@@ -85,13 +83,13 @@ Commands (ferry's Control gRPC service):
       Give up on one stuck event: to the dead-letter topic (or marked done)
       and the partition moves on.
 
-The /metrics view (no Control service needed):
-  ferryctl status --metrics=HOST:PORT [--watch] [--interval=1s] [--timeout=5s]
-      Events per second, lag, commit blockers, buffers, workers and where
-      time goes, from two scrapes of ferry's metrics endpoint. --watch
-      refreshes in place until interrupted.
+  ferryctl status --metrics [--watch] [--interval=1s]
+      The live view: events per second, lag, commit blockers, buffers,
+      workers and where time goes, from two GetStatus answers --interval
+      apart (the same counters ferry's /metrics serves). --watch refreshes
+      in place until interrupted.
 
-Connection flags (Control commands):
+Connection flags (every command):
   --server=HOST:PORT     ferry's server.listen, or any gRPC target
                          (default 127.0.0.1:7070)
   --token_file=PATH      bearer token (else $FERRY_CONTROL_TOKEN), sent as
@@ -104,15 +102,15 @@ Connection flags (Control commands):
   --timeout=30s          deadline of the call (reset and skip get at least
                          their wait + 20s)
   --output=table|json    json: the response as one JSON object (proto3 JSON:
-                         lowerCamelCase names, int64 as strings)
+                         lowerCamelCase names, int64 as strings); not with
+                         status --metrics
 
 Flags may be written --dry-run or --dry_run, --name=value or --name value.
 
 Exit codes:
   0  done
   1  the call failed; stderr says `ferryctl: <CODE>: <message>` (NOT_FOUND,
-     INVALID_ARGUMENT, FAILED_PRECONDITION, UNAVAILABLE, UNAUTHENTICATED, ...);
-     for status --metrics: the metrics could not be read
+     INVALID_ARGUMENT, FAILED_PRECONDITION, UNAVAILABLE, UNAUTHENTICATED, ...)
   2  usage error (unknown command or flag, missing or conflicting flags, bad
      value, unreadable --token_file/--tls_* file); nothing was sent
   3  reset: not every partition was applied yet (applied=false; not for
@@ -123,7 +121,7 @@ const std::map<std::string, std::string>& CommandUsages() {
   static const auto* usages = new std::map<std::string, std::string>{
       {"status",
        "ferryctl status [--server=HOST:PORT] [--output=table|json]\n"
-       "       ferryctl status --metrics=HOST:PORT [--watch] [--interval=1s]"},
+       "       ferryctl status --metrics [--server=HOST:PORT] [--watch] [--interval=1s]"},
       {"pause", "ferryctl pause (--topic=T [--partitions=0,3] | --all)"},
       {"resume", "ferryctl resume (--topic=T [--partitions=0,3] | --all)"},
       {"reset",
@@ -137,11 +135,11 @@ const std::map<std::string, std::string>& CommandUsages() {
 const std::vector<std::string> kConnectionFlags = {
     "server", "token_file", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "timeout",
     "output"};
-const std::vector<std::string> kMetricsFlags = {"metrics", "watch", "interval", "timeout"};
+const std::vector<std::string> kMetricsFlags = {"metrics", "watch", "interval"};
 
 std::vector<FlagSpec> AllFlags() {
   std::vector<FlagSpec> flags = {
-      {"help", true},      {"h", true},          {"metrics", false},     {"watch", true},
+      {"help", true},      {"h", true},          {"metrics", true},      {"watch", true},
       {"interval", false}, {"all", true},        {"topic", false},       {"partitions", false},
       {"partition", false}, {"offset", false},   {"to_datetime", false}, {"to_earliest", true},
       {"to_latest", true}, {"to_offset", false}, {"dry_run", true},      {"wait", false},
@@ -152,8 +150,13 @@ std::vector<FlagSpec> AllFlags() {
 
 // The flags `command` accepts (`metrics_view`: status --metrics).
 std::set<std::string> AllowedFlags(const std::string& command, bool metrics_view) {
-  if (metrics_view) return {kMetricsFlags.begin(), kMetricsFlags.end()};
   std::set<std::string> allowed(kConnectionFlags.begin(), kConnectionFlags.end());
+  if (metrics_view) {
+    // The live view is a table that refreshes; JSON is `status --output=json`.
+    allowed.erase("output");
+    allowed.insert(kMetricsFlags.begin(), kMetricsFlags.end());
+    return allowed;
+  }
   std::vector<std::string> own;
   if (command == "pause" || command == "resume") own = {"all", "topic", "partitions"};
   if (command == "reset") {
@@ -290,6 +293,7 @@ absl::StatusOr<int64_t> ParseWaitMs(const CommandLine& line) {
 struct Session {
   std::unique_ptr<ControlClient> client;
   bool json = false;
+  std::string server;  // --server, as given
 };
 
 // Prints what went wrong and returns the exit code on failure.
@@ -307,49 +311,8 @@ std::optional<int> OpenSession(const std::string& command, const CommandLine& li
   absl::StatusOr<std::unique_ptr<ControlClient>> client = ControlClient::Create(*options);
   if (!client.ok()) return UsageError(command, client.status().message());
   session->client = *std::move(client);
+  session->server = options->server;
   return std::nullopt;
-}
-
-// The /metrics view: two scrapes an interval apart (rates need both).
-int MetricsStatus(const CommandLine& line) {
-  absl::StatusOr<std::string> target = line.Get<std::string>("metrics", "");
-  absl::StatusOr<bool> watch_flag = line.Get<bool>("watch", false);
-  absl::StatusOr<absl::Duration> interval_flag =
-      line.Get<absl::Duration>("interval", absl::Seconds(1));
-  absl::StatusOr<absl::Duration> timeout = line.Get<absl::Duration>("timeout", absl::Seconds(5));
-  for (const absl::Status& status :
-       {target.status(), watch_flag.status(), interval_flag.status(), timeout.status()}) {
-    if (!status.ok()) return UsageError("status", status.message());
-  }
-  if (target->empty()) return UsageError("status", "--metrics is empty; write --metrics=HOST:PORT");
-  const absl::Duration interval = std::max(*interval_flag, absl::Milliseconds(100));
-  const bool watch = *watch_flag;
-  const bool tty = isatty(STDOUT_FILENO) != 0;
-  std::optional<Exposition> before;
-  absl::Time before_time;
-  for (;;) {
-    absl::StatusOr<Exposition> now = ScrapeMetrics(*target, *timeout);
-    const absl::Time now_time = absl::Now();
-    if (!now.ok()) {
-      std::fprintf(stderr, "ferryctl: cannot read ferry's metrics at %s: %s\n", target->c_str(),
-                   std::string(now.status().message()).c_str());
-      if (!watch) return kExitCallFailed;
-    } else if (watch || before.has_value()) {
-      const std::string view = RenderStatus(*target, *now, before ? &*before : nullptr,
-                                            now_time - before_time);
-      // Home the cursor and clear the screen, so the view refreshes in place.
-      if (watch && tty) std::fputs("\033[H\033[2J", stdout);
-      std::fputs(view.c_str(), stdout);
-      if (watch && !tty) std::fputs("\n", stdout);
-      std::fflush(stdout);
-      if (!watch) return kExitOk;
-    }
-    if (now.ok()) {
-      before = *std::move(now);
-      before_time = now_time;
-    }
-    absl::SleepFor(interval);
-  }
 }
 
 int ControlStatus(const CommandLine& line) {
@@ -361,6 +324,53 @@ int ControlStatus(const CommandLine& line) {
   std::fputs((session.json ? RenderJson(*response) : RenderStatusTables(*response)).c_str(),
              stdout);
   return kExitOk;
+}
+
+// The live view: GetStatus answers an interval apart (rates need two). The
+// rates are taken here rather than in ferry: ferry keeps no window or
+// sampling thread, the operator picks the interval, and the counters are
+// the ones Prometheus takes rate() of, so the view and dashboards agree.
+int MetricsStatus(const CommandLine& line) {
+  absl::StatusOr<bool> on = line.Get<bool>("metrics", true);
+  if (!on.ok()) {
+    return UsageError("status",
+                      "--metrics takes no address: the view comes from GetStatus on "
+                      "--server=HOST:PORT (ferry's server.listen, default 127.0.0.1:7070); "
+                      "write ferryctl status --metrics --server=HOST:PORT");
+  }
+  if (!*on) return ControlStatus(line);
+  absl::StatusOr<bool> watch_flag = line.Get<bool>("watch", false);
+  absl::StatusOr<absl::Duration> interval_flag =
+      line.Get<absl::Duration>("interval", absl::Seconds(1));
+  for (const absl::Status& status : {watch_flag.status(), interval_flag.status()}) {
+    if (!status.ok()) return UsageError("status", status.message());
+  }
+  Session session;
+  if (std::optional<int> failed = OpenSession("status", line, &session)) return *failed;
+  const absl::Duration interval = std::max(*interval_flag, absl::Milliseconds(100));
+  const bool watch = *watch_flag;
+  const bool tty = isatty(STDOUT_FILENO) != 0;
+  std::optional<v1::GetStatusResponse> before;
+  for (;;) {
+    absl::StatusOr<v1::GetStatusResponse> now =
+        session.client->GetStatus(v1::GetStatusRequest());
+    if (!now.ok()) {
+      // Watching goes on through a restart of ferry; one view fails.
+      const int failed = CallFailed(now.status());
+      if (!watch) return failed;
+    } else if (watch || before.has_value()) {
+      const std::string view =
+          RenderStatus(session.server, *now, before ? &*before : nullptr);
+      // Home the cursor and clear the screen, so the view refreshes in place.
+      if (watch && tty) std::fputs("\033[H\033[2J", stdout);
+      std::fputs(view.c_str(), stdout);
+      if (watch && !tty) std::fputs("\n", stdout);
+      std::fflush(stdout);
+      if (!watch) return kExitOk;
+    }
+    if (now.ok()) before = *std::move(now);
+    absl::SleepFor(interval);
+  }
 }
 
 // Pause and Resume take the same selection.
@@ -545,6 +555,8 @@ int Run(const std::vector<std::string>& args) {
     return UsageError(command, absl::StrCat("unexpected argument \"", positional[1],
                                             "\" (flags are written --name=value)"));
   }
+  // --metrics=HOST:PORT (the old /metrics address) reaches MetricsStatus,
+  // which says what to write instead.
   const bool metrics_view = command == "status" && line->Has("metrics");
   const std::set<std::string> allowed = AllowedFlags(command, metrics_view);
   for (const std::string& name : line->Given()) {
@@ -552,7 +564,7 @@ int Run(const std::vector<std::string>& args) {
       return UsageError(command, absl::StrCat("--", name, " does not apply to ferryctl ", command,
                                               metrics_view ? " --metrics" : "",
                                               name == "watch" || name == "interval"
-                                                  ? " (it needs --metrics=HOST:PORT)"
+                                                  ? " (it needs --metrics)"
                                                   : ""));
     }
   }

@@ -40,6 +40,7 @@ namespace ferry::ferryctl {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
+using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -96,7 +97,8 @@ class FakeControl final : public v1::Control::Service {
                          v1::GetStatusResponse* response) override {
     absl::MutexLock lock(&mu);
     Record("GetStatus", context);
-    *response = status_response;
+    *response = status_responses.empty() ? status_response : status_responses.front();
+    if (!status_responses.empty()) status_responses.erase(status_responses.begin());
     return error;
   }
   grpc::Status SkipOffset(grpc::ServerContext* context, const v1::SkipOffsetRequest* request,
@@ -116,6 +118,7 @@ class FakeControl final : public v1::Control::Service {
   v1::ResumeResponse resume_response;
   v1::ResetOffsetsResponse reset_response;
   v1::GetStatusResponse status_response;
+  std::vector<v1::GetStatusResponse> status_responses;  // answered first, in turn
   v1::SkipOffsetResponse skip_response;
   std::vector<std::string> calls;
   // The authorization metadata of each call ("" when absent).
@@ -548,18 +551,34 @@ TEST_F(FerryctlTest, MutualTls) {
   EXPECT_THAT(Calls(), ElementsAre("GetStatus"));
 }
 
-TEST_F(FerryctlTest, MetricsFlagKeepsTheMetricsView) {
-  // Pointing --metrics at the gRPC port: ferryctl must scrape it over HTTP
-  // (and fail, it is not a metrics endpoint), not call GetStatus.
-  const Outcome run = Ferryctl(
-      {"status", absl::StrCat("--metrics=127.0.0.1:", port_), "--interval=100ms", "--timeout=5s"});
-  EXPECT_EXIT_CODE(run, 1);
-  EXPECT_THAT(run.err, HasSubstr("cannot read ferry's metrics at 127.0.0.1:"));
-  EXPECT_THAT(Calls(), IsEmpty());
-  // Control flags do not mix with the metrics view.
-  const Outcome mixed = Ferryctl({"status", "--metrics=127.0.0.1:1", "--output=json"});
+TEST_F(FerryctlTest, MetricsViewTakesRatesFromTwoGetStatusAnswers) {
+  Configure([](FakeControl& fake) {
+    fake.status_responses = {
+        Parse<v1::GetStatusResponse>(R"pb(sampled_at_ms: 1000 counters { records_consumed: 100 }
+          partitions { topic: "orders" partition: 0 committed_offset: 10 })pb"),
+        Parse<v1::GetStatusResponse>(R"pb(
+          sampled_at_ms: 3000 counters { records_consumed: 500 }
+          partitions { topic: "orders" partition: 0 end_offset: 90 committed_offset: 50 lag: 40
+                       lowest_unfinished_offset: -1 })pb")};
+  });
+  const Outcome run = Ferryctl({"status", "--metrics", Server(), "--interval=100ms"});
+  EXPECT_EXIT_CODE(run, 0);
+  EXPECT_THAT(run.out, HasSubstr(absl::StrCat("ferry at 127.0.0.1:", port_)));
+  EXPECT_THAT(run.out, HasSubstr("consumed=200"));  // 400 records in 2 s
+  EXPECT_THAT(run.out, ContainsRegex("orders +0 +90 +50 +40 +20 "));  // 40 commits in 2 s
+  EXPECT_THAT(Calls(), ElementsAre("GetStatus", "GetStatus"));
+  // The old form named the /metrics address: a usage error saying what to write.
+  const Outcome old = Ferryctl({"status", "--metrics=127.0.0.1:9464"});
+  EXPECT_EXIT_CODE(old, 2);
+  EXPECT_THAT(old.err, HasSubstr("--metrics takes no address"));
+  const Outcome mixed = Ferryctl({"status", "--metrics", "--output=json"});
   EXPECT_EXIT_CODE(mixed, 2);
   EXPECT_THAT(mixed.err, HasSubstr("--output does not apply to ferryctl status --metrics"));
+  EXPECT_THAT(Calls(), ElementsAre("GetStatus", "GetStatus"));
+  Configure([](FakeControl& fake) { fake.error = grpc::Status(grpc::UNAVAILABLE, "down"); });
+  const Outcome failed = Ferryctl({"status", "--metrics", Server(), "--interval=100ms"});
+  EXPECT_EXIT_CODE(failed, 1);
+  EXPECT_THAT(failed.err, HasSubstr("ferryctl: UNAVAILABLE: down"));
 }
 
 TEST_F(FerryctlTest, UsageAndHelp) {

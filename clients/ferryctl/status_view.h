@@ -1,8 +1,10 @@
-// The `ferryctl status` view: ferry's progress from two scrapes of its
-// /metrics endpoint — events per second, lag and the commit blocker (oldest
-// unfinished offset and its age) per partition, buffers, workers, and per
-// processor and event type the enqueue vs processing time (where lag comes
-// from: ferry's own queues, or a slow processor).
+// The `ferryctl status --metrics` view: ferry's progress from two GetStatus
+// answers of one replica — events per second, lag and the commit blocker
+// (oldest unfinished offset and its age) per partition, buffers against
+// their budgets, workers, and per processor and event type the enqueue vs
+// processing time (where lag comes from: ferry's own queues, or a slow
+// processor). Rates are the counters' difference over the answers'
+// sampled_at_ms difference.
 //
 // Threading: plain functions.
 #ifndef FERRY_CLIENTS_FERRYCTL_STATUS_VIEW_H_
@@ -10,15 +12,15 @@
 
 #include <string>
 
-#include "absl/time/time.h"
-#include "core/metrics_text.h"
+#include "ferry/v1/control.pb.h"
 
 namespace ferry::ferryctl {
 
-// `now` is the latest scrape; `before` the previous one, `elapsed` earlier
-// (null: rates show as "-").
-std::string RenderStatus(const std::string& target, const Exposition& now,
-                         const Exposition* before, absl::Duration elapsed);
+// `now` is the latest answer; `before` an earlier one of the same replica
+// (null: rates show as "-"). A replica restarted in between (another
+// started_at_ms) counts from zero.
+std::string RenderStatus(const std::string& target, const v1::GetStatusResponse& now,
+                         const v1::GetStatusResponse* before);
 
 }  // namespace ferry::ferryctl
 

@@ -12,7 +12,7 @@
 
 #include "core/engine/engine.h"
 #include "core/engine/lanes.h"
-#include "core/metrics_text.h"
+#include "tests/tools/metrics_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/mocks/engine_fixtures.h"

@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "core/kafka/consumer_stats.h"
 #include "core/engine/engine_stats.h"
-#include "core/metrics_text.h"
+#include "tests/tools/metrics_text.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/workers/worker_pool_stats.h"

@@ -3,13 +3,16 @@
 //
 // Checks:
 //   * every scrape, during and after a run, parses as the text exposition
-//     format (strictly: core/metrics_text.h), and counters never go down;
+//     format (strictly: tests/tools/metrics_text.h), and counters never go down;
 //   * the counters match what the test produced and what the workers
 //     answered (records consumed, ok and fail results, attempts, histogram
 //     counts, committed and end offsets), and lag reaches 0;
 //   * a slow processor shows in its own processing-time histogram and not in
 //     the other processor's;
-//   * `ferryctl status` renders the live view from the endpoint;
+//   * GetStatus carries the same counters (records, results, attempts,
+//     enqueue and processing time, commits), buffers and workers as the
+//     endpoint: one source, read twice;
+//   * `ferryctl status --metrics` renders the live view from GetStatus;
 //   * the Grafana dashboard and the alert rules (deploy/observability) name
 //     only metrics ferry serves.
 #include <arpa/inet.h>
@@ -18,6 +21,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <grpcpp/grpcpp.h>
 #include <yaml-cpp/yaml.h>
 
 #include <map>
@@ -30,11 +34,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
-#include "core/metrics_text.h"
+#include "ferry/v1/control.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/tools/kafka_admin.h"
+#include "tests/tools/metrics_text.h"
 
 namespace ferry::testing {
 namespace {
@@ -62,6 +67,31 @@ absl::StatusOr<std::string> WaitForMetricsAddress(Subprocess& ferry, absl::Durat
     absl::SleepFor(absl::Milliseconds(50));  // polling ferry's log
   }
   return absl::DeadlineExceededError("no metrics port in ferry's log:\n" + ferry.Log());
+}
+
+// ferry's Control address (server.listen), from its log.
+std::string ControlAddress(const Subprocess& ferry) {
+  return absl::StrCat("127.0.0.1:", FerryHealthPort(ferry.Log()));
+}
+
+absl::StatusOr<v1::GetStatusResponse> GetStatus(const Subprocess& ferry) {
+  auto stub = v1::Control::NewStub(
+      grpc::CreateChannel(ControlAddress(ferry), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  v1::GetStatusResponse status;
+  const grpc::Status answered = stub->GetStatus(&context, v1::GetStatusRequest(), &status);
+  if (!answered.ok()) return absl::UnavailableError(answered.error_message());
+  return status;
+}
+
+const v1::ProcessingStatus* FindProcessing(const v1::GetStatusResponse& status,
+                                           const std::string& processor,
+                                           const std::string& type) {
+  for (const v1::ProcessingStatus& series : status.processing()) {
+    if (series.processor() == processor && series.type() == type) return &series;
+  }
+  return nullptr;
 }
 
 // Produces `count` records carrying the header type=`type`.
@@ -214,6 +244,38 @@ TEST(MetricsTest, CountersMatchWhatWasProducedAndAnsweredAndLagReachesZero) {
   EXPECT_GT(metrics.Value("process_resident_memory_bytes").value_or(0), 1 << 20);
   EXPECT_GT(metrics.Value("process_start_time_seconds").value_or(0), 1.6e9);
 
+  // GetStatus carries the same counters, read from the same registry (the
+  // run is over: nothing moves between the scrape and the call but commits).
+  absl::StatusOr<v1::GetStatusResponse> status = GetStatus(*ferry);
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_GT(status->started_at_ms(), 0);
+  EXPECT_GE(status->sampled_at_ms(), status->started_at_ms());
+  const v1::StatusCounters& counters = status->counters();
+  EXPECT_EQ(counters.records_consumed(), kEvents);
+  EXPECT_EQ(counters.bytes_consumed(), metrics.Sum("ferry_consumed_bytes_total"));
+  EXPECT_EQ(counters.results_ok(), kEvents - kFailed);
+  EXPECT_EQ(counters.results_fail(), kFailed);
+  EXPECT_EQ(counters.results_retry() + counters.results_timeout(), 0);
+  EXPECT_GE(counters.commits(), metrics.Value("ferry_commits_total").value_or(-1));
+  EXPECT_EQ(counters.commit_errors(), 0);
+  const v1::ProcessingStatus* counted = FindProcessing(*status, "default", "counted");
+  ASSERT_NE(counted, nullptr);
+  EXPECT_EQ(counted->attempts(), kEvents);
+  EXPECT_EQ(counted->processing_count(), kEvents);
+  EXPECT_EQ(counted->enqueue_count(), kEvents);
+  EXPECT_DOUBLE_EQ(counted->processing_seconds(),
+                   metrics.Sum("ferry_processing_duration_seconds_sum", series));
+  EXPECT_GE(counted->processing_seconds() / kEvents, 0.0003);
+  EXPECT_EQ(status->buffers().max_buffered_events(),
+            metrics.Value("ferry_buffered_events_budget").value_or(-1));
+  EXPECT_EQ(status->buffers().in_flight_events() + status->buffers().queued_events(), 0);
+  ASSERT_EQ(status->processors_size(), 1);
+  EXPECT_EQ(status->processors(0).streams(), 2);
+  EXPECT_EQ(status->processors(0).streams_configured(), 2);
+  EXPECT_EQ(status->processors(0).streams_opened(),
+            metrics.Value("ferry_worker_streams_opened_total", {{"processor", "default"}})
+                .value_or(-1));
+
   ASSERT_EQ(Terminate(*ferry, absl::Seconds(60)).value_or(-1), 0) << LogTail(*ferry);
   ASSERT_EQ(Terminate(worker->process, absl::Seconds(30)).value_or(-1), 0);
   // What the worker answered is what ferry counted.
@@ -299,14 +361,27 @@ TEST(MetricsTest, SlowProcessorShowsInItsOwnProcessingHistogramOnly) {
   bucket["le"] = "0.01";
   EXPECT_GE(metrics->Value(processing + "_bucket", bucket).value_or(0), kFastEvents * 0.9);
 
-  // ferryctl renders the live view from the same endpoint.
+  // GetStatus shows the slow processor in its own processing time too.
+  absl::StatusOr<v1::GetStatusResponse> status = GetStatus(*ferry);
+  ASSERT_TRUE(status.ok()) << status.status();
+  const v1::ProcessingStatus* slow_status = FindProcessing(*status, "slow", "slow");
+  const v1::ProcessingStatus* fast_status = FindProcessing(*status, "fast", "fast");
+  ASSERT_TRUE(slow_status != nullptr && fast_status != nullptr);
+  EXPECT_EQ(slow_status->processing_count(), kSlowEvents);
+  EXPECT_GE(slow_status->processing_seconds() / kSlowEvents, 0.020);
+  EXPECT_EQ(fast_status->processing_count(), kFastEvents);
+  EXPECT_LT(fast_status->processing_seconds() / kFastEvents, 0.010);
+
+  // ferryctl renders the live view from GetStatus on the Control port.
+  const std::string control = ControlAddress(*ferry);
   absl::StatusOr<Subprocess> ferryctl = Subprocess::Start(
-      {"clients/ferryctl/ferryctl", "status", "--metrics=" + *address, "--interval=200ms"},
+      {"clients/ferryctl/ferryctl", "status", "--metrics", "--server=" + control,
+       "--interval=200ms"},
       TempPath("ferryctl-status.log"));
   ASSERT_TRUE(ferryctl.ok()) << ferryctl.status();
   ASSERT_EQ(ferryctl->Wait(absl::Seconds(30)).value_or(-1), 0) << ferryctl->Log();
   const std::string view = ferryctl->Log();
-  EXPECT_THAT(view, HasSubstr("ferry at " + *address));
+  EXPECT_THAT(view, HasSubstr("ferry at " + control));
   EXPECT_THAT(view, HasSubstr("lag=0 over 4 partitions"));
   EXPECT_THAT(view, ::testing::ContainsRegex("slow +slow "));
   EXPECT_THAT(view, ::testing::ContainsRegex("fast +fast "));

@@ -1,4 +1,4 @@
-#include "core/metrics_text.h"
+#include "tests/tools/metrics_text.h"
 
 #include <netdb.h>
 #include <poll.h>

@@ -1,7 +1,8 @@
-// Reading Prometheus metrics: a strict parser of the text exposition format
-// (version 0.0.4, what ferry's /metrics serves) and a minimal HTTP GET to
-// scrape an endpoint. Used by `ferryctl status` and by the tests that check
-// ferry's exposition.
+// Test-only checker of ferry's Prometheus endpoint: a strict parser of the
+// text exposition format (version 0.0.4, what /metrics serves) and a minimal
+// HTTP GET to scrape it. Used by the tests that check the exposition
+// (server/observability, core/engine stats, tests/e2e); ferry itself and
+// ferryctl never read metrics text (ferryctl reads GetStatus over gRPC).
 //
 // ParseExposition rejects anything a Prometheus server would, and a few
 // things it would only warn about: malformed lines, bad metric or label
@@ -11,8 +12,8 @@
 // _count.
 //
 // Threading: plain functions and values.
-#ifndef FERRY_CORE_METRICS_TEXT_H_
-#define FERRY_CORE_METRICS_TEXT_H_
+#ifndef FERRY_TESTS_TOOLS_METRICS_TEXT_H_
+#define FERRY_TESTS_TOOLS_METRICS_TEXT_H_
 
 #include <map>
 #include <optional>
@@ -75,4 +76,4 @@ absl::StatusOr<Exposition> ScrapeMetrics(const std::string& host_port,
 
 }  // namespace ferry
 
-#endif  // FERRY_CORE_METRICS_TEXT_H_
+#endif  // FERRY_TESTS_TOOLS_METRICS_TEXT_H_

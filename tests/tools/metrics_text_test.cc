@@ -1,6 +1,6 @@
 // The strict exposition-format parser: what it accepts and every rule it
 // enforces.
-#include "core/metrics_text.h"
+#include "tests/tools/metrics_text.h"
 
 #include <cmath>
 #include <string>
