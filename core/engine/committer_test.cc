@@ -96,14 +96,14 @@ class SignallingCommitter final : public OffsetCommitter {
 // deadline alone.
 TEST_F(CommitterTest, CommitsWithoutRunningTheEnginesTimers) {
   SubmitAndAck(1, 5);
-  engine_.Submit(MakeEvent(0, 0, "k0", ""), 1);  // at the worker, unanswered
+  engine_->Submit(MakeEvent(0, 0, "k0", ""), 1);  // at the worker, unanswered
   clock_.Advance(absl::Hours(24));               // long past its deadline
   SignallingCommitter kafka;
-  Committer committer(&engine_, &kafka, absl::Milliseconds(1));
+  Committer committer(engine_.get(), &kafka, absl::Milliseconds(1));
   committer.Start();
   ASSERT_TRUE(kafka.WaitForCommit());
   committer.Stop();
-  EXPECT_EQ(engine_.Snapshot().counters.timed_out, 0);
+  EXPECT_EQ(engine_->Snapshot().counters.timed_out, 0);
 }
 
 }  // namespace
