@@ -12,10 +12,13 @@ namespace ferry::sdk::internal {
 namespace {
 
 TEST(ThreadPoolTest, RunsTasksConcurrentlyOnItsThreads) {
-  ThreadPool pool(2);
   absl::Mutex mu;
   int started = 0;
   absl::Notification release;
+  // Declared after what its tasks use, so it is destroyed (and its threads
+  // joined) first: a task can still be inside WaitForNotification after
+  // Notify, and `release` must outlive it (TSan saw the race).
+  ThreadPool pool(2);
   for (int i = 0; i < 2; ++i) {
     ASSERT_TRUE(pool.Schedule([&] {
       {
@@ -26,10 +29,12 @@ TEST(ThreadPoolTest, RunsTasksConcurrentlyOnItsThreads) {
     }));
   }
   // Both tasks run at once: two threads, neither waits for the other.
-  absl::MutexLock l(&mu);
-  EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(
-                                      +[](int* n) { return *n == 2; }, &started),
-                                  absl::Seconds(30)));
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(
+                                        +[](int* n) { return *n == 2; }, &started),
+                                    absl::Seconds(30)));
+  }
   release.Notify();
 }
 
