@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -46,6 +47,7 @@
 #include "absl/time/time.h"
 #include "bench/bench_common.h"
 #include "bench/bench_kafka.h"
+#include "bench/floor_sink.h"
 #include "ferry/v1/processor.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -69,7 +71,6 @@ namespace {
 using ferry::v1::ProcessRequest;
 using ferry::v1::ProcessResponse;
 
-constexpr char kResultsCreditHeader[] = "ferry-results-credit";
 
 int64_t MonotonicMicros() {
   timespec ts;
@@ -79,47 +80,6 @@ int64_t MonotonicMicros() {
 
 // ------------------------------------------------------------------ sink
 
-class Sink final : public ferry::v1::Processor::Service {
- public:
-  explicit Sink(uint32_t credit) : credit_(credit) {}
-
-  grpc::Status Process(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<ProcessResponse, ProcessRequest>* stream) override {
-    const auto& metadata = context->client_metadata();
-    const auto header = metadata.find(kResultsCreditHeader);
-    const bool results_credit = header != metadata.end() && header->second == "1";
-    ProcessResponse response;
-    response.mutable_ready()->set_max_in_flight(credit_);
-    response.mutable_ready()->set_worker_name("transport-floor-sink");
-    if (!stream->Write(response)) return grpc::Status::OK;
-    ProcessRequest request;
-    ProcessResponse credit;
-    while (stream->Read(&request)) {
-      // Cancel needs nothing: every event is answered the moment it arrives.
-      if (!request.has_events()) continue;
-      ferry::v1::Results* results = response.mutable_results();
-      results->Clear();
-      for (const ferry::v1::Event& event : request.events().events()) {
-        ferry::v1::Result* result = results->add_results();
-        result->set_id(event.id());
-        result->set_status(ferry::v1::Result::OK);
-      }
-      const uint32_t n = static_cast<uint32_t>(results->results_size());
-      if (results_credit) results->set_credit(n);
-      if (!stream->Write(response)) break;
-      if (!results_credit) {
-        credit.mutable_credit()->set_n(n);
-        if (!stream->Write(credit)) break;
-      }
-    }
-    return grpc::Status::OK;
-  }
-
- private:
-  const uint32_t credit_;
-};
-
 int RunSink() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -127,7 +87,7 @@ int RunSink() {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  Sink sink(static_cast<uint32_t>(std::max(1, absl::GetFlag(FLAGS_credit))));
+  ferry::bench::FloorSink sink(static_cast<uint32_t>(std::max(1, absl::GetFlag(FLAGS_credit))));
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
@@ -162,8 +122,9 @@ class Forwarder {
   Forwarder(RdKafka::KafkaConsumer* consumer, std::string topic, int64_t count, int batch)
       : consumer_(consumer), topic_(std::move(topic)), count_(count), batch_(batch) {}
 
-  // Forwards `count` records over `stream` and waits for their results.
-  absl::Status Run(Stream* stream, absl::Time deadline);
+  // Forwards `count` records over `stream` and waits for their results; on
+  // failure cancels `context` so that the reader thread ends.
+  absl::Status Run(grpc::ClientContext* context, Stream* stream, absl::Time deadline);
   std::string Json(double cpu_s) const;
 
  private:
@@ -260,7 +221,7 @@ int Forwarder::FillBatch(int limit, ferry::v1::Events* events) {
   return events->events_size();
 }
 
-absl::Status Forwarder::Run(Stream* stream, absl::Time deadline) {
+absl::Status Forwarder::Run(grpc::ClientContext* context, Stream* stream, absl::Time deadline) {
   std::thread reader([this, stream] { ReadResponses(stream); });
   ProcessRequest request;
   int64_t sent = 0;
@@ -297,7 +258,11 @@ absl::Status Forwarder::Run(Stream* stream, absl::Time deadline) {
       status = absl::DeadlineExceededError(absl::StrCat(answered_, " of ", count_, " answered"));
     }
   }
-  stream->WritesDone();
+  if (status.ok()) {
+    stream->WritesDone();  // the sink ends the stream, which ends the reader
+  } else {
+    context->TryCancel();
+  }
   reader.join();
   return status;
 }
@@ -336,12 +301,12 @@ int RunForward() {
   auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   auto stub = ferry::v1::Processor::NewStub(channel);
   grpc::ClientContext context;
-  context.AddMetadata(kResultsCreditHeader, "1");
+  context.AddMetadata(ferry::bench::kResultsCreditHeader, "1");
   std::unique_ptr<Stream> stream = stub->Process(&context);
   Forwarder forwarder((*consumer)->consumer(), options.topic, count,
                       std::max(1, absl::GetFlag(FLAGS_batch)));
-  const absl::Status status =
-      forwarder.Run(stream.get(), absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_s)));
+  const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_s));
+  const absl::Status status = forwarder.Run(&context, stream.get(), deadline);
   const grpc::Status finished = stream->Finish();
   std::printf("%s\n", forwarder.Json(ferry::bench::ProcessCpuSeconds()).c_str());
   std::fflush(stdout);
