@@ -27,13 +27,17 @@ def headline(res: dict) -> dict:
     key_cpp = _variant(res, "key-cpp")
     half_live = (res.get("latency_half_live") or {}).get("ferry") or {}
     p99 = half_live.get("p99_us")
+
+    def eps(rate):  # whole events per second: the rest is noise
+        return None if rate is None else round(rate)
+
     return {
-        "ferry_key_cpp_eps": key_cpp.get("rate"),
-        "baseline_a_eps": _rate(res, "baseline_a"),
-        "baseline_b_eps": _rate(res, "baseline_b"),
-        "transport_floor_eps": _rate(res, "floor"),
-        "ferry_unordered_cpp_eps": _variant(res, "unordered-cpp").get("rate"),
-        "ferry_key_python_eps": _variant(res, "key-python").get("rate"),
+        "ferry_key_cpp_eps": eps(key_cpp.get("rate")),
+        "baseline_a_eps": eps(_rate(res, "baseline_a")),
+        "baseline_b_eps": eps(_rate(res, "baseline_b")),
+        "transport_floor_eps": eps(_rate(res, "floor")),
+        "ferry_unordered_cpp_eps": eps(_variant(res, "unordered-cpp").get("rate")),
+        "ferry_key_python_eps": eps(_variant(res, "key-python").get("rate")),
         "ferry_cpu_us_per_event": key_cpp.get("cpu_s_per_m_ferry"),
         "worker_cpu_us_per_event": key_cpp.get("cpu_s_per_m_worker"),
         "latency_p99_ms_half_live_peak": None if p99 is None else round(p99 / 1000, 3),
