@@ -206,14 +206,23 @@ def run_live(args, out: Path, broker: Broker) -> dict:
         window = CpuWindow({"ferry": ferry.proc.popen.pid, "worker": worker.popen.pid,
                             "broker": broker.pid})
         produced: dict = {}
-        producer = threading.Thread(
-            target=lambda: produced.update(broker.produce(topic, total)), daemon=True)
+        failed: list[Exception] = []
+
+        def produce() -> None:
+            try:
+                produced.update(broker.produce(topic, total))
+            except Exception as e:  # noqa: BLE001 - reported by the loop below
+                failed.append(e)
+
+        producer = threading.Thread(target=produce, daemon=True)
         producer.start()
         deadline = time.monotonic() + args.max_seconds + 60
         while True:
             stats = read_stats(stats_path)
             if stats and stats["events"] >= total:
                 break
+            if failed:
+                raise HarnessError(f"live: the producer failed: {failed[0]}")
             ferry.check_alive()
             if time.monotonic() > deadline:
                 raise HarnessError(f"live: the worker saw {stats and stats['events']} of {total} "
