@@ -81,24 +81,26 @@ def run_ferry_variant(args, out: Path, broker: Broker, topic: str, total: int, v
         if events_window > 0:
             result["cpu_s_per_m_ferry"] = round((done_at[1] - first[1]) / events_window * 1e6, 2)
             result["cpu_s_per_m_worker"] = round((done_at[2] - first[2]) / events_window * 1e6, 2)
-        stats = read_stats(stats_path)
-        if stats and stats["events"] > 1 and stats["last_wall_us"] > stats["first_wall_us"]:
-            secs = (stats["last_wall_us"] - stats["first_wall_us"]) / 1e6
-            result["rate_worker"] = (stats["events"] - 1) / secs
-            result["worker_seconds"] = round(secs, 3)
-            result["worker_events"] = stats["events"]
-        # The headline rate: first to last handler call where the worker says
-        # (same definition as baselines A and B), else ferry's progress lines.
-        result["rate"] = result.get("rate_worker") or rate
-        if timed_out:
-            result["rate"] = rate
-        result["rate_source"] = ("worker: first to last handler call" if result.get("rate_worker")
-                                 and not timed_out else how.get("method"))
     finally:
         if ferry is not None:
             rc = ferry.proc.stop(30)
             result["ferry_exit"] = rc
         worker.stop(15)
+    # The worker writes its final stats as it stops: a short run can end
+    # before its periodic rewrite, so they are read only now.
+    stats = read_stats(stats_path)
+    if stats and stats["events"] > 1 and stats["last_wall_us"] > stats["first_wall_us"]:
+        secs = (stats["last_wall_us"] - stats["first_wall_us"]) / 1e6
+        result["rate_worker"] = (stats["events"] - 1) / secs
+        result["worker_seconds"] = round(secs, 3)
+        result["worker_events"] = stats["events"]
+    # The headline rate: first to last handler call where the worker says
+    # (same definition as baselines A and B), else ferry's progress lines.
+    result["rate"] = result.get("rate_worker") or rate
+    if timed_out:
+        result["rate"] = rate
+    result["rate_source"] = ("worker: first to last handler call" if result.get("rate_worker")
+                             and not timed_out else how.get("method"))
     log(f"ferry {name}: {fmt_rate(result.get('rate'))} ev/s"
         f"{' (partial: stopped after ' + str(args.max_seconds) + 's)' if result.get('partial') else ''}"
         f", ferry RSS peak {result.get('ferry_peak_rss_mib')} MiB,"
