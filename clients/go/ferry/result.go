@@ -46,8 +46,10 @@ func (r Result) RetryAfterMillis() uint32 {
 	return uint32(ms)
 }
 
-func (r Result) toProto(id uint64) *ferrypb.Result {
-	p := &ferrypb.Result{Id: id, Status: r.Status, Message: r.Message}
+// fill sets p to this result for event id. A status other than OK, RETRY
+// or FAIL (NOT_ATTEMPTED is the SDK's to send) is a FAIL.
+func (r Result) fill(p *ferrypb.Result, id uint64) {
+	p.Id, p.Status, p.Message = id, r.Status, r.Message
 	switch r.Status {
 	case ferrypb.Result_OK, ferrypb.Result_FAIL:
 	case ferrypb.Result_RETRY:
@@ -58,5 +60,4 @@ func (r Result) toProto(id uint64) *ferrypb.Result {
 			p.Message = "handler returned a Result without a status (use ferry.OK, ferry.Retry or ferry.Fail)"
 		}
 	}
-	return p
 }
