@@ -181,7 +181,8 @@ func NewWorker(h Handler, opts Options) *Worker {
 	w.opts = opts
 	w.log = opts.Logger.With("component", "ferry-worker", "worker", opts.Name)
 	serverOpts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(math.MaxInt32), // ferry bounds its batches by its own byte budget
+		grpc.MaxRecvMsgSize(math.MaxInt32),  // ferry bounds its batches by its own byte budget
+		grpc.ForceServerCodecV2(newCodec()), // Events decoded by hand (codec.go)
 		// ferry pings every processors[].keepalive.interval (at least 1s) to
 		// notice a vanished worker; grpc-go's default (5 min) would answer
 		// with GOAWAY too_many_pings. Half of ferry's 1s floor: the server
