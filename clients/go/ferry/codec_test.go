@@ -128,3 +128,54 @@ func TestCodecAliasedBytesAreCapped(t *testing.T) {
 		t.Errorf("payload %q after an append to the key", ev.Payload)
 	}
 }
+
+// The hand-encoded Results are the bytes proto.Marshal writes (it writes
+// fields in number order), for small and pooled sizes.
+func TestCodecEncodesResultsAsProtoDoes(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for _, n := range []int{0, 1, 2, 7, 300, 3000} {
+		rs := &ferrypb.Results{Credit: uint32(r.Intn(3)) * uint32(r.Uint32())}
+		for i := range n {
+			res := &ferrypb.Result{Id: uint64(i) * r.Uint64() % 1e12, Status: ferrypb.Result_Status(r.Intn(5)),
+				RetryAfterMs: uint32(r.Intn(2)) * r.Uint32()}
+			if r.Intn(3) == 0 {
+				res.Message = "reason ü"[:r.Intn(8)]
+			}
+			rs.Results = append(rs.Results, res)
+		}
+		resp := &ferrypb.ProcessResponse{Kind: &ferrypb.ProcessResponse_Results{Results: rs}}
+		want, err := proto.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := newCodec().Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := data.Materialize()
+		data.Free()
+		if string(got) != string(want) {
+			t.Fatalf("%d results: encoded %x, proto.Marshal %x", n, got, want)
+		}
+	}
+	// Other responses: the standard codec.
+	ready := &ferrypb.ProcessResponse{Kind: &ferrypb.ProcessResponse_Ready{Ready: &ferrypb.Ready{MaxInFlight: 3, MaxRun: 9}}}
+	data, err := newCodec().Marshal(ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := proto.Marshal(ready); string(data.Materialize()) != string(want) {
+		t.Error("Ready encoded differently")
+	}
+}
+
+func TestResultMessageIsMadeValidUTF8(t *testing.T) {
+	var p ferrypb.Result
+	Fail("bad \xff byte").fill(&p, 1)
+	if p.Message != "bad \uFFFD byte" {
+		t.Errorf("message %q", p.Message)
+	}
+	if _, err := proto.Marshal(&p); err != nil {
+		t.Error(err)
+	}
+}
