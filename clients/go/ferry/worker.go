@@ -34,6 +34,10 @@
 //   - A panic is recovered and reported as FAIL with the panic value; the
 //     stream goes on.
 //   - The *ferrypb.Event is the handler's to keep: the SDK does not reuse it.
+//     Its Key, Payload and header values share one buffer with the other
+//     events of its Events message (one copy instead of one per field), so
+//     keeping one keeps that message's bytes alive; unknown fields of a newer
+//     ferry are dropped.
 //   - Handlers should return soon after ctx is done; Stop waits for running
 //     handlers (up to its grace).
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,12 +37,18 @@ func processCPU(b *testing.B, pid int) time.Duration {
 // Events messages of 64, as ferry does, and reports the worker process's
 // CPU per event: the figure to compare with the C++ example worker's. Use
 // -benchtime 500000x or more (CPU time is counted in 10 ms ticks).
-// FERRY_BENCH_RUN=N sends runs of N events.
+// FERRY_BENCH_RUN=N sends runs of N events; FERRY_BENCH_WORKER=PATH runs
+// another example worker with the same flags (e.g. the C++ one, for the
+// same figure).
 func BenchmarkExampleWorker(b *testing.B) {
 	runLen, _ := strconv.Atoi(os.Getenv("FERRY_BENCH_RUN"))
 	portFile := filepath.Join(b.TempDir(), "port")
-	cmd := childtest.Command(b, childEnv, "--listen", "127.0.0.1:0", "--port_file", portFile,
-		"--max_in_flight=256", "--concurrency=4")
+	args := []string{"--listen", "127.0.0.1:0", "--port_file", portFile, "--max_in_flight=256", "--handler_threads=4"}
+	cmd := childtest.Command(b, childEnv, args...)
+	if other := os.Getenv("FERRY_BENCH_WORKER"); other != "" { // another SDK's example worker
+		cmd = exec.Command(other, args...)
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
