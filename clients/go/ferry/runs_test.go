@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/ferry/ferry/clients/go/ferry"
 	"github.com/ferry/ferry/clients/go/ferrypb"
@@ -310,5 +311,34 @@ func TestRunStreamEndStopsTheRun(t *testing.T) {
 	c2.readCredit(1)
 	if got := log.String(); got != "[1 50]" {
 		t.Errorf("handler calls %s, want [1 50]", got)
+	}
+}
+
+// The handler's context: ferry's Cancel is its cause and reaches contexts
+// derived from it; its values are the stream's (the call metadata).
+func TestHandlerContextCauseDerivedAndValues(t *testing.T) {
+	type seen struct {
+		cause, derived error
+		header         []string
+	}
+	got := make(chan seen, 1)
+	started := make(chan struct{})
+	h := start(t, func(ctx context.Context, e *ferrypb.Event) ferry.Result {
+		md, _ := metadata.FromIncomingContext(ctx)
+		child, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		close(started)
+		<-child.Done()
+		got <- seen{context.Cause(ctx), child.Err(), md.Get("ferry-results-credit")}
+		return ferry.OK()
+	}, ferry.Options{})
+	c := h.dialResultsCredit()
+	c.readReady()
+	c.sendEvents([]uint64{1})
+	<-started
+	c.sendCancel(1)
+	s := <-got
+	if s.cause != context.Canceled || s.derived != context.Canceled || fmt.Sprint(s.header) != "[1]" {
+		t.Errorf("cause %v, derived %v, metadata %v", s.cause, s.derived, s.header)
 	}
 }
