@@ -80,8 +80,9 @@ func (d *dispatcher) close() {
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // eventCtx is everything the SDK keeps about one delivered event, and the
-// handler's context.Context: one allocation per event instead of a
-// context.WithCancel (which also registers with its parent) plus an entry.
+// handler's context.Context, allocated together with the others of its
+// Events message: no context.WithCancel (which also registers with its
+// parent) and no separate entry per event.
 // It is cancelled when ferry cancels the event and when its stream ends;
 // Value and Deadline are the stream's.
 type eventCtx struct {

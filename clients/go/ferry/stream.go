@@ -302,9 +302,11 @@ func (s *stream) takeEvents(events []*ferrypb.Event) {
 	s.held += n
 	w.updateMaxHeld(s.held)
 	tasks := make([]*eventCtx, 0, len(events))
-	var runs []runTail // the runs of this message so far
-	for _, ev := range events {
-		ec := &eventCtx{s: s, ev: ev}
+	ecs := make([]eventCtx, len(events)) // one allocation for the message
+	var runs []runTail                   // the runs of this message so far
+	for i, ev := range events {
+		ec := &ecs[i]
+		ec.s, ec.ev = s, ev
 		id := ev.GetId()
 		if prev := s.inflight[id]; prev != nil {
 			ec.dupNext = prev
