@@ -26,6 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "clients/cpp/stream_run.h"
 #include "clients/cpp/worker.h"
 #include "clients/cpp/worker_core.h"
 #include "ferry/v1/processor.grpc.pb.h"
@@ -56,52 +57,45 @@ class Stream final
     int count = 0;
     bool cancelled = false;
   };
-  struct Completed {
-    uint64_t id;
-    Outcome outcome;
-    bool cancelled;
-  };
-
-  // Completes an async handler's event exactly once; reports FAIL if the
-  // handler drops `done` without calling it.
-  class AsyncDone {
-   public:
-    AsyncDone(Stream* stream, std::shared_ptr<ferry::v1::Event> event)
-        : stream_(stream), event_(std::move(event)) {}
-    ~AsyncDone() {
-      if (!called_.load(std::memory_order_acquire)) {
-        stream_->Complete(event_->id(),
-                          Outcome::Fail("async handler dropped its done callback without calling it"));
-      }
-    }
-    void Call(Outcome outcome) {
-      if (called_.exchange(true, std::memory_order_acq_rel)) {
-        Log("done called more than once for event %d; ignored", event_->id());
-        return;
-      }
-      stream_->Complete(event_->id(), outcome);
-    }
-
-   private:
-    Stream* const stream_;
-    const std::shared_ptr<ferry::v1::Event> event_;  // valid until done
-    std::atomic<bool> called_{false};
-  };
+  class AsyncMember;  // stream_run.cc
 
   ~Stream() override = default;
 
   void EndLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  void TakeEventsLocked(std::vector<std::shared_ptr<ferry::v1::Event>>* to_run)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The Events message in req_, as units of work (nullptr: nothing to run).
+  std::shared_ptr<MessageWork> TakeEventsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void CancelLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Runs on a pool thread.
-  void Run(const std::shared_ptr<ferry::v1::Event>& ev);
+  // A pool task: takes the message's units until none is left, then hands
+  // its buffered results over.
+  void Work(const std::shared_ptr<MessageWork>& work);
 
-  // A handler finished (any thread). Drops the task's reference.
-  void Complete(uint64_t id, const Outcome& outcome);
+  // Handles unit u's members from `from` on, in order, one at a time, each
+  // only after the previous ended OK; the rest are NOT_ATTEMPTED otherwise
+  // (stream_run.cc). Returns early when an async member's `done` will
+  // continue the unit. Results go to `out`.
+  void RunUnit(const std::shared_ptr<MessageWork>& work, size_t u, size_t from,
+               ResultBuffer* out);
+
+  // Unit u's members from `from` on, answered NOT_ATTEMPTED.
+  static void NotAttempted(const MessageWork& work, size_t u, size_t from, ResultBuffer* out);
+
+  // An async member ended (`ok`: OK and not cancelled); continues its unit
+  // on the pool from member `next`.
+  void ContinueUnit(std::shared_ptr<MessageWork> work, size_t u, size_t next, bool ok);
+
+  // True when the event must not start: ferry cancelled it or nobody listens.
+  bool Skip(uint64_t id);
+
+  // Hands finished events to the stream (one lock for all of them) and
+  // drops their references: `this` may be gone when it returns.
+  void CompleteAll(std::vector<Completed>* items);
+  void Flush(ResultBuffer* out) { CompleteAll(out->items()); }
+
+  // One finished event (async handlers); drops its reference.
+  void Complete(uint64_t id, Outcome outcome);
 
   // Starts the next write, or Finish, when nothing is being written.
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -114,6 +108,9 @@ class Stream final
   const std::shared_ptr<Worker::Core> core_;
   const bool results_carry_credit_;  // ferry sent `ferry-results-credit: 1`
   std::atomic<int> refs_{1};  // gRPC's, until OnDone
+  // Set (for good) once a Cancel arrived or the stream is ending: until then
+  // no event can need skipping and Skip() takes no lock.
+  std::atomic<bool> may_skip_{false};
 
   ferry::v1::ProcessRequest req_;  // the one outstanding read
 

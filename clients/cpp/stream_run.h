@@ -1,0 +1,93 @@
+// Runs on the worker side (see "Runs" in proto/ferry/v1/processor.proto):
+// one Events message split into units of work, and what a pool task keeps
+// while it works through them.
+//
+//   * MessageWork: a message's events grouped into units. An independent
+//     event (run_id 0) is a unit of one; the events sharing a non-zero
+//     run_id are one unit, its members in message order. Pool tasks take
+//     units in message order; a unit's members are handled one at a time by
+//     whoever holds it (Stream::RunUnit in stream_run.cc), so a run keeps its
+//     order while independent events and other runs go in parallel.
+//   * Completed / ResultBuffer: finished events on their way to the stream.
+//     A pool task buffers its results and hands them over in one call (one
+//     lock of the stream, one of the Core), not one per event.
+//
+// Threading: MessageWork is built on the gRPC thread and then only read,
+// except next_ (atomic); a ResultBuffer belongs to one pool task.
+#ifndef FERRY_CLIENTS_CPP_STREAM_RUN_H_
+#define FERRY_CLIENTS_CPP_STREAM_RUN_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "clients/cpp/worker.h"
+#include "ferry/v1/processor.pb.h"
+
+namespace ferry::sdk::internal {
+
+// One finished event: its outcome, or NOT_ATTEMPTED (a run member after one
+// that did not end OK), or nothing to send (cancelled / skipped, set later
+// by the stream from its own records).
+struct Completed {
+  uint64_t id;
+  Outcome outcome;
+  bool not_attempted = false;
+  bool cancelled = false;  // filled in by the stream: no result is sent
+};
+
+class MessageWork {
+ public:
+  // Takes the message's events (no copy) and groups them into units.
+  explicit MessageWork(ferry::v1::Events* events);
+
+  size_t units() const { return starts_.size() - 1; }
+  // The next unit for a pool task to handle; >= units() when none is left.
+  size_t TakeUnit() { return next_.fetch_add(1, std::memory_order_relaxed); }
+  // Unit u's events (indices into the message), in message order.
+  absl::Span<const int> members(size_t u) const {
+    return absl::MakeConstSpan(order_.data() + starts_[u], starts_[u + 1] - starts_[u]);
+  }
+  const ferry::v1::Event& event(int i) const { return events_.events(i); }
+  int size() const { return events_.events_size(); }
+
+ private:
+  ferry::v1::Events events_;
+  std::vector<int> order_;        // event indices, unit by unit
+  std::vector<uint32_t> starts_;  // unit u is order_[starts_[u], starts_[u + 1])
+  std::atomic<size_t> next_{0};
+};
+
+// A pool task's finished events not yet handed to the stream. Flush when
+// Due(): a full batch, or results that have waited long enough that the next
+// (possibly slow) handler should not hold them up any longer.
+class ResultBuffer {
+ public:
+  explicit ResultBuffer(size_t max_batch) : max_batch_(max_batch) { items_.reserve(16); }
+
+  void Add(uint64_t id, Outcome outcome, bool not_attempted = false) {
+    if (items_.empty()) first_ = absl::Now();
+    items_.push_back(Completed{id, std::move(outcome), not_attempted});
+  }
+  bool empty() const { return items_.empty(); }
+  bool Due() const {
+    return !items_.empty() &&
+           (items_.size() >= max_batch_ || absl::Now() - first_ >= absl::Microseconds(200));
+  }
+  std::vector<Completed>* items() { return &items_; }
+
+ private:
+  const size_t max_batch_;
+  std::vector<Completed> items_;
+  absl::Time first_;
+};
+
+}  // namespace ferry::sdk::internal
+
+#endif  // FERRY_CLIENTS_CPP_STREAM_RUN_H_
