@@ -66,7 +66,8 @@ Stream::Stream(std::shared_ptr<Worker::Core> core, bool results_carry_credit)
   ready.mutable_ready()->set_max_run(static_cast<uint32_t>(core_->options.max_run));
   queue_.push_back(std::move(ready));
   granted_ = core_->options.max_in_flight;
-  StartRead(&req_);
+  reading_ = slots_->Get();
+  StartRead(reading_->request());
   PumpLocked();
 }
 
@@ -84,7 +85,8 @@ void Stream::OnReadDone(bool ok) {
       EndLocked(grpc::Status::OK);
       return;
     }
-    switch (req_.kind_case()) {
+    const ProcessRequest& req = *reading_->request();
+    switch (req.kind_case()) {
       case ProcessRequest::kEvents:
         work = TakeEventsLocked();
         break;
@@ -92,11 +94,11 @@ void Stream::OnReadDone(bool ok) {
         CancelLocked();
         break;
       default:
-        Log("ignoring a ProcessRequest of unknown kind %d", static_cast<int>(req_.kind_case()));
+        Log("ignoring a ProcessRequest of unknown kind %d", static_cast<int>(req.kind_case()));
         break;
     }
-    req_.Clear();
-    if (!finished_ && !ending_) StartRead(&req_);
+    if (work == nullptr) reading_->Reset();  // else the work took it
+    if (!finished_ && !ending_) StartRead(reading_->request());
   }
   if (work == nullptr) return;
   // One pool task per handler thread (at most one per unit), each taking
@@ -160,7 +162,7 @@ void Stream::EndLocked(grpc::Status status) {
 }
 
 std::shared_ptr<MessageWork> Stream::TakeEventsLocked() {
-  const int64_t n = req_.events().events_size();
+  const int64_t n = reading_->request()->events().events_size();
   if (n == 0) return nullptr;
   core_->events_received.fetch_add(n, std::memory_order_relaxed);
   if (finished_ || ending_) return nullptr;
@@ -181,9 +183,10 @@ std::shared_ptr<MessageWork> Stream::TakeEventsLocked() {
   }
   held_ += n;
   core_->UpdateMaxHeld(held_);
-  // The message's events move into the work (swapped out of req_, no
-  // copy): one allocation per message, not per event.
-  auto work = std::make_shared<MessageWork>(req_.mutable_events());
+  // The message's slot goes with the work (no copy) and a recycled one
+  // takes the next read.
+  auto work = std::make_shared<MessageWork>(std::move(reading_), slots_);
+  reading_ = slots_->Get();
   inflight_.reserve(inflight_.size() + static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) ++inflight_[work->event(i).id()].count;
   refs_.fetch_add(static_cast<int>(n), std::memory_order_relaxed);  // one per event
@@ -192,7 +195,7 @@ std::shared_ptr<MessageWork> Stream::TakeEventsLocked() {
 
 void Stream::CancelLocked() {
   std::vector<uint64_t> marked;
-  for (uint64_t id : req_.cancel().ids()) {
+  for (uint64_t id : reading_->request()->cancel().ids()) {
     auto it = inflight_.find(id);
     if (it == inflight_.end() || it->second.cancelled) continue;  // done or unknown
     it->second.cancelled = true;

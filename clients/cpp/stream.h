@@ -63,7 +63,8 @@ class Stream final
 
   void EndLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // The Events message in req_, as units of work (nullptr: nothing to run).
+  // The Events message in reading_, as units of work (nullptr: nothing to
+  // run); a new slot takes its place for the next read.
   std::shared_ptr<MessageWork> TakeEventsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void CancelLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -112,7 +113,8 @@ class Stream final
   // no event can need skipping and Skip() takes no lock.
   std::atomic<bool> may_skip_{false};
 
-  ferry::v1::ProcessRequest req_;  // the one outstanding read
+  const std::shared_ptr<SlotPool> slots_ = std::make_shared<SlotPool>();
+  std::unique_ptr<ReadSlot> reading_ ABSL_GUARDED_BY(mu_);  // the one outstanding read
 
   absl::Mutex mu_;
   ferry::v1::ProcessResponse write_buf_ ABSL_GUARDED_BY(mu_);  // the one outstanding write

@@ -14,8 +14,47 @@
 
 namespace ferry::sdk::internal {
 
-MessageWork::MessageWork(ferry::v1::Events* events) {
-  events_.Swap(events);
+namespace {
+
+google::protobuf::ArenaOptions FirstBlock(char* block, size_t size) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = size;
+  return options;
+}
+
+}  // namespace
+
+ReadSlot::ReadSlot()
+    : first_block_(new char[kFirstBlock]),
+      arena_(FirstBlock(first_block_.get(), kFirstBlock)),
+      request_(google::protobuf::Arena::CreateMessage<ferry::v1::ProcessRequest>(&arena_)) {}
+
+void ReadSlot::Reset() {
+  arena_.Reset();
+  request_ = google::protobuf::Arena::CreateMessage<ferry::v1::ProcessRequest>(&arena_);
+}
+
+std::unique_ptr<ReadSlot> SlotPool::Get() {
+  {
+    absl::MutexLock l(&mu_);
+    if (!free_.empty()) {
+      std::unique_ptr<ReadSlot> slot = std::move(free_.back());
+      free_.pop_back();
+      return slot;
+    }
+  }
+  return std::make_unique<ReadSlot>();
+}
+
+void SlotPool::Put(std::unique_ptr<ReadSlot> slot) {
+  slot->Reset();  // outside the lock
+  absl::MutexLock l(&mu_);
+  if (free_.size() < kMaxFree) free_.push_back(std::move(slot));
+}
+
+MessageWork::MessageWork(std::unique_ptr<ReadSlot> slot, std::shared_ptr<SlotPool> pool)
+    : pool_(std::move(pool)), slot_(std::move(slot)), events_(slot_->request()->events()) {
   const int n = events_.events_size();
   order_.reserve(static_cast<size_t>(n));
   starts_.reserve(static_cast<size_t>(n) + 1);

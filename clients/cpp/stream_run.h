@@ -8,12 +8,17 @@
 //     units in message order; a unit's members are handled one at a time by
 //     whoever holds it (Stream::RunUnit in stream_run.cc), so a run keeps its
 //     order while independent events and other runs go in parallel.
+//   * ReadSlot / SlotPool: where a stream reads a message into. The
+//     ProcessRequest lives on an arena with a first block of its own, so
+//     parsing a message allocates (almost) nothing; the slot goes with the
+//     message's work and back to the pool, reset, when the work is done.
 //   * Completed / ResultBuffer: finished events on their way to the stream.
 //     A pool task buffers its results and hands them over in one call (one
 //     lock of the stream, one of the Core), not one per event.
 //
 // Threading: MessageWork is built on the gRPC thread and then only read,
-// except next_ (atomic); a ResultBuffer belongs to one pool task.
+// except next_ (atomic); a ResultBuffer belongs to one pool task, a ReadSlot
+// to whoever holds it; SlotPool from any thread.
 #ifndef FERRY_CLIENTS_CPP_STREAM_RUN_H_
 #define FERRY_CLIENTS_CPP_STREAM_RUN_H_
 
@@ -24,11 +29,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "clients/cpp/worker.h"
 #include "ferry/v1/processor.pb.h"
+#include "google/protobuf/arena.h"
 
 namespace ferry::sdk::internal {
 
@@ -42,10 +50,45 @@ struct Completed {
   bool cancelled = false;  // filled in by the stream: no result is sent
 };
 
+class ReadSlot {
+ public:
+  ReadSlot();
+  ReadSlot(const ReadSlot&) = delete;
+  ReadSlot& operator=(const ReadSlot&) = delete;
+
+  ferry::v1::ProcessRequest* request() { return request_; }
+  // Frees what the last message used (keeping the first block) and starts
+  // an empty request.
+  void Reset();
+
+ private:
+  static constexpr size_t kFirstBlock = 64 << 10;  // a batch of 64 bench events fits
+  std::unique_ptr<char[]> first_block_;
+  google::protobuf::Arena arena_;
+  ferry::v1::ProcessRequest* request_;
+};
+
+// Reset slots for a stream's reads, shared with its messages' work (which
+// may outlive the stream).
+class SlotPool {
+ public:
+  std::unique_ptr<ReadSlot> Get();
+  void Put(std::unique_ptr<ReadSlot> slot);
+
+ private:
+  static constexpr size_t kMaxFree = 8;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<ReadSlot>> free_ ABSL_GUARDED_BY(mu_);
+};
+
 class MessageWork {
  public:
-  // Takes the message's events (no copy) and groups them into units.
-  explicit MessageWork(ferry::v1::Events* events);
+  // Takes the slot holding an Events message and groups its events into
+  // units; gives the slot back to `pool` when destroyed.
+  MessageWork(std::unique_ptr<ReadSlot> slot, std::shared_ptr<SlotPool> pool);
+  ~MessageWork() { pool_->Put(std::move(slot_)); }
+  MessageWork(const MessageWork&) = delete;
+  MessageWork& operator=(const MessageWork&) = delete;
 
   size_t units() const { return starts_.size() - 1; }
   // The next unit for a pool task to handle; >= units() when none is left.
@@ -58,7 +101,9 @@ class MessageWork {
   int size() const { return events_.events_size(); }
 
  private:
-  ferry::v1::Events events_;
+  const std::shared_ptr<SlotPool> pool_;
+  std::unique_ptr<ReadSlot> slot_;
+  const ferry::v1::Events& events_;  // in slot_
   std::vector<int> order_;        // event indices, unit by unit
   std::vector<uint32_t> starts_;  // unit u is order_[starts_[u], starts_[u + 1])
   std::atomic<size_t> next_{0};
