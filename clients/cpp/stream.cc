@@ -268,7 +268,11 @@ void Stream::PumpLocked() {
     Finish(end_status_);
     return;
   }
-  if (queue_.empty() && !completed_.empty()) BatchLocked();
+  if (queue_.empty() && !completed_.empty() && BatchLocked()) {
+    write_in_flight_ = true;
+    StartWrite(&write_buf_);
+    return;
+  }
   if (!queue_.empty()) {
     write_buf_ = std::move(queue_.front());
     queue_.pop_front();
@@ -282,11 +286,15 @@ void Stream::PumpLocked() {
   }
 }
 
-void Stream::BatchLocked() {
+bool Stream::BatchLocked() {
   const size_t n =
       std::min(completed_.size(), static_cast<size_t>(core_->options.max_results_batch));
-  ProcessResponse results;
-  auto* list = results.mutable_results()->mutable_results();
+  // Built in write_buf_ itself: when it held the last Results, its Result
+  // objects are cleared and reused instead of allocated again.
+  ferry::v1::Results* results = write_buf_.mutable_results();
+  results->set_credit(0);
+  auto* list = results->mutable_results();
+  list->Clear();
   for (size_t i = 0; i < n; ++i) {
     const Completed& c = completed_[i];
     if (!c.cancelled) ToResult(c, list->Add());
@@ -297,16 +305,15 @@ void Stream::BatchLocked() {
   const bool grant = !core_->shutting_down.load(std::memory_order_acquire);
   if (grant) granted_ += static_cast<int64_t>(n);
   if (grant && results_carry_credit_) {
-    results.mutable_results()->set_credit(static_cast<uint32_t>(n));
-    queue_.push_back(std::move(results));
-    return;
+    results->set_credit(static_cast<uint32_t>(n));
+    return true;
   }
-  if (!list->empty()) queue_.push_back(std::move(results));
   if (grant) {
     ProcessResponse credit;
     credit.mutable_credit()->set_n(static_cast<uint32_t>(n));
     queue_.push_back(std::move(credit));
   }
+  return !list->empty();
 }
 
 }  // namespace ferry::sdk::internal

@@ -102,9 +102,11 @@ class Stream final
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Everything completed since the last write (up to max_results_batch):
-  // one Results message (cancelled events excluded) and Credit{n}, inside
-  // the Results when ferry said it takes that, else as a message after it.
-  void BatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // one Results message (cancelled events excluded) in write_buf_ and
+  // Credit{n}, inside the Results when ferry said it takes that, else queued
+  // as a message after it. Only while no write is in flight. True: write
+  // write_buf_ (false: no result to send, only the queued credit if any).
+  bool BatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<Worker::Core> core_;
   const bool results_carry_credit_;  // ferry sent `ferry-results-credit: 1`
