@@ -109,7 +109,7 @@ void Stream::OnReadDone(bool ok) {
   for (size_t t = 0; t < tasks; ++t) {
     if (core_->pool.Schedule([this, work] { Work(work); })) continue;
     // The pool stopped: whatever no task takes fails here.
-    ResultBuffer out(static_cast<size_t>(core_->options.max_results_batch));
+    ResultBuffer out;
     for (size_t u = work->TakeUnit(); u < work->units(); u = work->TakeUnit()) {
       for (int i : work->members(u)) out.Add(work->event(i).id(), Outcome::Fail("worker stopped"));
     }

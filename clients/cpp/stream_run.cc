@@ -161,7 +161,7 @@ class Stream::AsyncMember {
 };
 
 void Stream::Work(const std::shared_ptr<MessageWork>& work) {
-  ResultBuffer out(static_cast<size_t>(core_->options.max_results_batch));
+  ResultBuffer out;
   for (size_t u = work->TakeUnit(); u < work->units(); u = work->TakeUnit()) {
     RunUnit(work, u, 0, &out);
   }
@@ -190,8 +190,8 @@ void Stream::RunUnit(const std::shared_ptr<MessageWork>& work, size_t u, size_t 
       NotAttempted(*work, u, k + 1, out);
       return;
     }
-    // Results waiting for a while go out before a handler that may be slow.
-    if (out->Due()) Flush(out);
+    // What finished goes out before a handler that may be slow.
+    if (!out->empty()) Flush(out);
     if (core_->handler) {
       Outcome outcome = Outcome::Ok();
       try {
@@ -228,10 +228,10 @@ void Stream::RunUnit(const std::shared_ptr<MessageWork>& work, size_t u, size_t 
 }
 
 void Stream::ContinueUnit(std::shared_ptr<MessageWork> work, size_t u, size_t next, bool ok) {
-  ResultBuffer out(static_cast<size_t>(core_->options.max_results_batch));
+  ResultBuffer out;
   if (ok) {
     const bool scheduled = core_->pool.Schedule([this, work, u, next] {
-      ResultBuffer out(static_cast<size_t>(core_->options.max_results_batch));
+      ResultBuffer out;
       RunUnit(work, u, next, &out);
       Flush(&out);
     });

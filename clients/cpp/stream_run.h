@@ -12,9 +12,8 @@
 //     ProcessRequest lives on an arena with a first block of its own, so
 //     parsing a message allocates (almost) nothing; the slot goes with the
 //     message's work and back to the pool, reset, when the work is done.
-//   * Completed / ResultBuffer: finished events on their way to the stream.
-//     A pool task buffers its results and hands them over in one call (one
-//     lock of the stream, one of the Core), not one per event.
+//   * Completed / ResultBuffer: finished events on their way to the stream,
+//     handed over several at a time where that delays none of them.
 //
 // Threading: MessageWork is built on the gRPC thread and then only read,
 // except next_ (atomic); a ResultBuffer belongs to one pool task, a ReadSlot
@@ -31,8 +30,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "clients/cpp/worker.h"
 #include "ferry/v1/processor.pb.h"
@@ -109,28 +106,23 @@ class MessageWork {
   std::atomic<size_t> next_{0};
 };
 
-// A pool task's finished events not yet handed to the stream. Flush when
-// Due(): a full batch, or results that have waited long enough that the next
-// (possibly slow) handler should not hold them up any longer.
+// A pool task's finished events not yet handed to the stream: what ends
+// without a handler (NOT_ATTEMPTED, skipped) gathers here and goes in one
+// call; a handler's result goes out before the next handler starts, since
+// that one may take long and ferry waits for the result (a lane is blocked
+// until it arrives).
 class ResultBuffer {
  public:
-  explicit ResultBuffer(size_t max_batch) : max_batch_(max_batch) { items_.reserve(16); }
+  ResultBuffer() = default;
 
   void Add(uint64_t id, Outcome outcome, bool not_attempted = false) {
-    if (items_.empty()) first_ = absl::Now();
     items_.push_back(Completed{id, std::move(outcome), not_attempted});
   }
   bool empty() const { return items_.empty(); }
-  bool Due() const {
-    return !items_.empty() &&
-           (items_.size() >= max_batch_ || absl::Now() - first_ >= absl::Microseconds(200));
-  }
   std::vector<Completed>* items() { return &items_; }
 
  private:
-  const size_t max_batch_;
   std::vector<Completed> items_;
-  absl::Time first_;
 };
 
 }  // namespace ferry::sdk::internal
