@@ -1,14 +1,15 @@
 // One ferry.v1.Processor/Process stream on the worker side (the gRPC
-// reactor): it announces Ready{max_in_flight}, hands each Events message's
-// events to the handler pool, honours Cancel, batches results into Results
-// and returns credit (inside Results when ferry sent the
-// `ferry-results-credit: 1` header, else as Credit messages).
+// reactor): it announces Ready{max_in_flight, max_run}, reads each message
+// into a recycled arena slot, hands an Events message's units (independent
+// events and runs, stream_run.h) to the handler pool, honours Cancel,
+// batches results into Results and returns credit (inside Results when ferry
+// sent the `ferry-results-credit: 1` header, else as Credit messages).
 //
 // Lifetime: reference counted, one reference for gRPC (dropped in OnDone) and
-// one per handler task it scheduled (dropped when that handler completes). It
+// one per event received (dropped when its result is handed over). It
 // deletes itself at zero, so pool tasks never touch a freed reactor.
 // Threading: gRPC reactions and pool threads; everything mutable is under
-// mu_. gRPC operations (StartRead/StartWrite/Finish) are started under mu_;
+// mu_ (may_skip_ is an atomic read without it). gRPC operations (StartRead/StartWrite/Finish) are started under mu_;
 // gRPC never runs user reactions inline in those calls. mu_ may be held while
 // taking Core::mu, never the reverse.
 #ifndef FERRY_CLIENTS_CPP_STREAM_H_
