@@ -52,8 +52,9 @@ class BatchContext:
 
     def cancelled(self, event_id: int) -> bool:
         """True once ferry cancelled this event (or its stream ended)."""
-        with self._cond:
-            return self._all or event_id in self._cancelled
+        # No lock: a set lookup is atomic under the GIL, and this is the
+        # per-event question a batch handler asks.
+        return self._all or event_id in self._cancelled
 
     def wait(self, event_id: int, timeout: Optional[float] = None) -> bool:
         """Blocks until the event is cancelled or ``timeout`` seconds passed;
