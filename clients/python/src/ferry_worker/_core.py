@@ -164,8 +164,8 @@ class _Core:
             event_id = e.id
             live[event_id] = live.get(event_id, 0) + 1
         task = asyncio.get_running_loop().create_task(_batch.run_message(stream, events))
-        stream.batch_tasks.add(task)
-        task.add_done_callback(stream.batch_tasks.discard)
+        stream.message_tasks.add(task)
+        task.add_done_callback(stream.message_tasks.discard)
 
     def mark_cancelled(self, event_id: int, delta: int) -> None:
         with self._cancelled_lock:

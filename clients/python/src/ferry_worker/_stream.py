@@ -92,7 +92,7 @@ class _Stream:
         self.batch_live: dict[int, int] = {}
         self.batch_cancelled: set[int] = set()
         self.batch_contexts: dict[int, Any] = {}
-        self.batch_tasks: set[asyncio.Task] = set()
+        self.message_tasks: set[asyncio.Task] = set()
         self.completed: collections.deque = collections.deque()  # (id, Result | None)
         self.wake = asyncio.Event()
         self.ending = False  # peer gone or stream over: results are dropped
@@ -116,7 +116,7 @@ class _Stream:
                 t.cancel()
             self._cancel_all()
             if core.is_async:  # their handler calls end at the next await
-                for t in list(self.batch_tasks):
+                for t in list(self.message_tasks):
                     t.cancel()
             held, self.held = self.held, 0
             self.completed.clear()
@@ -229,8 +229,8 @@ class _Stream:
         if runs:
             for members in runs.values():
                 task = loop.create_task(self._run_members(members))
-                self.batch_tasks.add(task)
-                task.add_done_callback(self.batch_tasks.discard)
+                self.message_tasks.add(task)
+                task.add_done_callback(self.message_tasks.discard)
 
     def _cancel(self, ids) -> None:
         core = self.core
