@@ -281,3 +281,22 @@ def test_batch_without_runs_in_the_message_runs_messages_concurrently(workers, c
     c.send_events([3])
     c.read_credit(3)
     assert {r.status for r in c.results.values()} == {OK}
+
+
+def test_batch_waves_of_one_message_take_one_thread_hand_off(workers, clients):
+    calls = Calls()
+
+    def handle(events):
+        calls.add(events)
+        return [ferry_worker.ok()] * len(events)
+
+    w, c = connected(workers, clients, handle, batch=True, max_in_flight=64)
+    submits = []
+    executor = w._core.executor
+    real_submit = executor.submit
+    executor.submit = lambda *a, **k: submits.append(a[0]) or real_submit(*a, **k)
+    c.send_events(list(range(1, 33)), run_ids=[5] * 32)  # one run of 32: 32 waves
+    c.read_credit(32)
+    assert calls.calls == [[i] for i in range(1, 33)]
+    assert {r.status for r in c.results.values()} == {OK} and len(c.results) == 32
+    assert len(submits) == 1  # the whole message on one pool thread, not one hand-off per wave

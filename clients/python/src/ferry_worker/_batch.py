@@ -8,17 +8,21 @@ in one call, and it sees a member only after the previous one ended OK: the
 per-event contract of runs (proto/ferry/v1/processor.proto, "Runs") holds as
 it is, and the handler needs no knowledge of runs. A run member after one
 that did not end OK (RETRY, FAIL, a raising handler, a cancel, a graceful
-stop) is answered NOT_ATTEMPTED and never given to the handler. Typical
-messages have one wave: most runs in a message are one event long.
+stop) is answered NOT_ATTEMPTED and never given to the handler. Most
+messages are one wave; a message that is one long run is as many waves as
+members, so the waves of a message go to ONE pool thread together (sync
+handler: one hand-off per message, whatever its waves) or are awaited one
+after the other on the loop (async handler, under the ``concurrency``
+semaphore). Results are sent when the message's last wave is done.
 
-One wave = one handler call: on a pool thread (sync handler; at most
-``concurrency`` waves at once) or awaited on the loop (async handler, under
-the same semaphore). If the handler raises, every event of the wave is
-answered FAIL with the exception's message (a handler wanting per-event
+One wave = one handler call. If the handler raises, every event of the wave
+is answered FAIL with the exception's message (a handler wanting per-event
 failures catches per event and returns fail() for that event only).
 
-Threading: runs on the worker's event loop; only the sync handler call runs
-on a pool thread, and it touches nothing but its events and BatchContext.
+Threading: ``run_message`` runs on the worker's event loop. ``_waves_sync``
+runs on a pool thread: it calls the handler and only reads the stream's
+state (``ending``, ``batch_cancelled`` membership: atomic under the GIL),
+never writes it; the loop thread completes the events afterwards.
 """
 
 from __future__ import annotations
@@ -116,80 +120,106 @@ def split_waves(events: Sequence) -> list:
     return chains
 
 
-async def run_message(stream: "_Stream", events: Sequence) -> None:
-    """Handles one Events message in waves; completes every event of it
-    exactly once (stream.complete_batch)."""
+def _plan(stream: "_Stream", events: Sequence):
+    """A generator: yields each wave to hand to the handler (events not
+    cancelled yet), is sent the wave's results (a list of Result or None, in
+    order), and returns (event, Result or None) for every event of the
+    message: NOT_ATTEMPTED for the run members it never yielded."""
     core = stream.core
-    if not any(e.run_id for e in events):
-        await _wave(stream, list(events))  # the common case: one wave
-        return
+    cancelled = stream.batch_cancelled
+    if not any(e.run_id for e in events):  # the common case: one wave
+        wave = list(events)
+        if stream.ending:
+            return [(e, None) for e in wave]
+        live = [e for e in wave if e.id not in cancelled] if cancelled else wave
+        got = (yield live) if live else []
+        return list(zip(live, got)) if live is wave else _merge(wave, live, got)
+    out = []
     chains = split_waves(events)
     k = 0
     while chains:
-        results = await _wave(stream, [c[k] for c in chains])
-        live = []
-        not_attempted = []
-        for c, result in zip(chains, results):
-            if result is None or result.status != _OK:
-                not_attempted.extend(c[k + 1:])
-            elif len(c) > k + 1:
-                live.append(c)
+        wave = [c[k] for c in chains]
+        if stream.ending:
+            out.extend((e, None) for c in chains for e in c[k:])
+            break
+        live = [e for e in wave if e.id not in cancelled] if cancelled else wave
+        got = (yield live) if live else []
+        pairs = list(zip(live, got)) if live is wave else _merge(wave, live, got)
+        out.extend(pairs)
         k += 1
-        if live and (core.draining or stream.ending):
-            for c in live:  # a graceful stop ends a run like a failure
-                not_attempted.extend(c[k:])
-            live = []
-        if not_attempted:
-            stream.complete_batch([(e, NOT_ATTEMPTED) for e in not_attempted])
-        chains = live
+        rest = []
+        stop = core.draining  # a graceful stop ends a run like a failure
+        for c, (e, result) in zip(chains, pairs):
+            if len(c) == k:
+                continue
+            if stop or result is None or result.status != _OK or e.id in cancelled:
+                out.extend((m, NOT_ATTEMPTED) for m in c[k:])
+            else:
+                rest.append(c)
+        chains = rest
+    return out
 
 
-async def _wave(stream: "_Stream", wave: list) -> list:
-    """One handler call for ``wave``; completes its events and returns their
-    results (None where no result is sent)."""
+def _merge(wave: list, live: list, got: list) -> list:
+    """(event, result) for the whole wave; None where the handler did not get it."""
+    by_id = {e.id: r for e, r in zip(live, got)}
+    return [(e, by_id.get(e.id)) for e in wave]
+
+
+def _waves_sync(stream: "_Stream", events: Sequence, ctx: Optional[BatchContext]) -> list:
+    """All waves of one message with the sync handler; runs on a pool thread."""
+    call = stream.core.call_batch
+    plan = _plan(stream, events)
+    try:
+        wave = next(plan)
+        while True:
+            wave = plan.send(call(wave, ctx))
+    except StopIteration as done:
+        return done.value
+
+
+async def _waves_async(stream: "_Stream", events: Sequence, ctx: Optional[BatchContext]) -> list:
     core = stream.core
-    results: List[Optional[Result]]
+    plan = _plan(stream, events)
+    try:
+        wave = next(plan)
+        while True:
+            try:
+                async with core.semaphore:
+                    results = await core.call_batch_async(wave, ctx)
+            except asyncio.CancelledError:  # the stream ended: no results
+                results = [None] * len(wave)
+            wave = plan.send(results)
+    except StopIteration as done:
+        return done.value
+
+
+async def run_message(stream: "_Stream", events: Sequence) -> None:
+    """Handles one Events message; completes every event of it exactly once
+    (stream.complete_batch), whatever happens."""
+    core = stream.core
     ctx: Optional[BatchContext] = None
-    live = wave
-    if stream.batch_cancelled:  # skip the events cancelled before they start
-        live = [e for e in wave if e.id not in stream.batch_cancelled]
-    if stream.ending:
-        live = []
-    if core.takes_context and live:
+    if core.takes_context:
         ctx = BatchContext(core)
-        for e in live:
+        for e in events:
             stream.batch_contexts[e.id] = ctx
     try:
-        got = await _call(core, live, ctx) if live else []
-    except asyncio.CancelledError:
-        got = [None] * len(live)
+        if core.is_async:
+            pairs = await _waves_async(stream, events, ctx)
+        else:
+            loop = asyncio.get_running_loop()
+            pairs = await loop.run_in_executor(core.executor, _waves_sync, stream, events, ctx)
+    except asyncio.CancelledError:  # the loop is closing
+        pairs = [(e, None) for e in events]
+    except RuntimeError as exc:  # the pool was shut down (stop() after its grace)
+        pairs = [(e, Result(Status.FAIL, f"worker stopped: {exc}")) for e in events]
+    except BaseException as exc:  # noqa: BLE001 - a bug of ours: FAIL, not a lost credit
+        core.log.error("batch handling failed: %s", describe(exc), exc_info=True)
+        pairs = [(e, Result(Status.FAIL, describe(exc))) for e in events]
     finally:
         if ctx is not None:
-            for e in live:
-                if stream.batch_contexts.get(e.id) is ctx:
-                    del stream.batch_contexts[e.id]
-    if live is wave:
-        results = got
-    else:
-        by_id = {e.id: r for e, r in zip(live, got)}
-        results = [by_id.get(e.id) for e in wave]
-    cancelled = stream.batch_cancelled
-    if cancelled:  # cancelled while in the handler: no result, and its run ends
-        results = [None if e.id in cancelled else r for e, r in zip(wave, results)]
-    stream.complete_batch(list(zip(wave, results)))
-    return results
-
-
-async def _call(core: "_Core", events: list, ctx: Optional[BatchContext]) -> list:
-    try:
-        if core.is_async:
-            async with core.semaphore:
-                return await core.call_batch_async(events, ctx)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(core.executor, core.call_batch, events, ctx)
-    except asyncio.CancelledError:
-        raise
-    except RuntimeError as exc:  # the pool was shut down (stop() after its grace)
-        return [Result(Status.FAIL, f"worker stopped: {exc}")] * len(events)
-    except BaseException as exc:  # noqa: BLE001 - reported as FAIL
-        return [Result(Status.FAIL, describe(exc))] * len(events)
+            contexts = stream.batch_contexts
+            for e in events:
+                if contexts.get(e.id) is ctx:
+                    del contexts[e.id]
+    stream.complete_batch(pairs)
