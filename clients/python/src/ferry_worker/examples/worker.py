@@ -193,6 +193,57 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+class Processor:
+    """The handlers, in both forms, and what they count. This is the part to copy."""
+
+    def __init__(self, args: argparse.Namespace, recorder):
+        self.work_s = args.work_us / 1e6
+        self.faults = Faults(args)
+        self.recorder = recorder
+        self.ok = ferry_worker.ok()
+        # Asking about Cancel per event costs a lock; only --stats reports it.
+        self.cancel_aware = bool(args.stats)
+        self.cancelled_runs = 0  # handler runs that saw their event cancelled
+        self.cancelled_lock = threading.Lock()
+        self.worker = None  # set before it starts; handlers ask it about Cancel
+
+    def handle(self, event, wait):
+        start_ns = time.monotonic_ns()  # CLOCK_MONOTONIC
+        # Real work goes here. Return ferry_worker.retry("why") to be called again later
+        # or ferry_worker.fail("why") to dead-letter the event; an exception counts as
+        # fail. wait(s) sleeps and says when ferry gave up on the event.
+        if self.work_s > 0:
+            time.sleep(self.work_s)
+        result, raise_it = self.faults.decide(event, wait)
+        if result is None:
+            result = self.ok
+        if self.cancel_aware and self.worker.is_cancelled(event.id):
+            with self.cancelled_lock:
+                self.cancelled_runs += 1
+        if self.recorder is not None:
+            self.recorder.record(event, start_ns, _ANSWERS[result.status])
+        if raise_it:
+            raise InjectedError(result.message)
+        return result
+
+    def handle_batch(self, events, ctx):
+        # One call per received message (or per wave of runs; see the SDK's
+        # README): one Result per event, in order. Catching per event keeps
+        # one bad event from failing the others.
+        # (An event ferry cancelled while earlier ones ran still goes through
+        # handle(): it is recorded, and a stall on it ends at once.)
+        results = []
+        for event in events:
+            try:
+                results.append(self.handle(event, lambda s, i=event.id: ctx.wait(i, s)))
+            except Exception as exc:  # noqa: BLE001 - one event's failure, not the batch's
+                results.append(ferry_worker.fail(str(exc) or type(exc).__name__))
+        return results
+
+    def handle_one(self, event, ctx):
+        return self.handle(event, ctx.wait)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     logging.basicConfig(
@@ -214,56 +265,10 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"example_worker: cannot open --record {args.record}: {exc}", file=sys.stderr)
         return 1
-    work_s = args.work_us / 1e6
-    faults = Faults(args)
-    cancelled_runs = [0]  # handler runs that saw their event cancelled
-    cancelled_lock = threading.Lock()
-    worker = None  # set before it starts; handlers ask it about Cancel
-
-    # ---- The processor. This is the part to copy. ----
-    def handle(event, wait):
-        start_ns = time.monotonic_ns()  # CLOCK_MONOTONIC
-        # Real work goes here. Return ferry_worker.retry("why") to be called again later
-        # or ferry_worker.fail("why") to dead-letter the event; an exception counts as
-        # fail. wait(s) sleeps and says when ferry gave up on the event.
-        if work_s > 0:
-            time.sleep(work_s)
-        result, raise_it = faults.decide(event, wait)
-        if result is None:
-            result = ok
-        if cancel_aware and worker.is_cancelled(event.id):
-            with cancelled_lock:
-                cancelled_runs[0] += 1
-        if recorder is not None:
-            recorder.record(event, start_ns, _ANSWERS[result.status])
-        if raise_it:
-            raise InjectedError(result.message)
-        return result
-
-    def handle_batch(events, ctx):
-        # One call per received message (or per wave of runs; see the SDK's
-        # README): one Result per event, in order. Catching per event keeps
-        # one bad event from failing the others.
-        # (An event ferry cancelled while earlier ones ran still goes through
-        # handle(): it is recorded, and a stall on it ends at once.)
-        results = []
-        for event in events:
-            try:
-                results.append(handle(event, lambda s, i=event.id: ctx.wait(i, s)))
-            except Exception as exc:  # noqa: BLE001 - one event's failure, not the batch's
-                results.append(ferry_worker.fail(str(exc) or type(exc).__name__))
-        return results
-
-    def handle_one(event, ctx):
-        return handle(event, ctx.wait)
-
-    ok = ferry_worker.ok()
-    # Asking about Cancel per event costs a lock; only --stats reports it.
-    cancel_aware = bool(args.stats)
-
+    processor = Processor(args, recorder)
     try:
-        worker = ferry_worker.Worker(
-            handle_one if args.per_event else handle_batch,
+        worker = processor.worker = ferry_worker.Worker(
+            processor.handle_one if args.per_event else processor.handle_batch,
             batch=not args.per_event,
             max_run=args.max_run,
             max_in_flight=args.max_in_flight,
@@ -295,7 +300,7 @@ def main(argv=None) -> int:
             f"events_received={worker.events_received}\n"
             f"max_held={worker.max_held}\n"
             f"credit_violations={worker.credit_violations}\n"
-            f"cancelled={cancelled_runs[0]}\n"
+            f"cancelled={processor.cancelled_runs}\n"
         )
         try:
             write_file_atomically(args.stats, stats)
