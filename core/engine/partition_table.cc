@@ -17,7 +17,6 @@ void PartitionTable::Assign(const TopicPartition& tp) {
 void PartitionTable::Renew(Entry& entry) {
   entry.state.Clear();
   entry.last_committed.reset();
-  entry.begun.clear();
   entry.start_offset.reset();
   entry.epoch = next_epoch_++;
 }
@@ -26,28 +25,34 @@ void PartitionTable::Erase(const TopicPartition& tp) {
   auto it = entries_.find(tp);
   if (it == entries_.end()) return;
   if (it->second.paused) --paused_partitions_;
+  last_key_ = nullptr;
+  last_entry_ = nullptr;
   entries_.erase(it);
 }
 
-PartitionTable::Entry* PartitionTable::Find(const TopicPartition& tp) {
-  auto it = entries_.find(tp);
-  return it == entries_.end() ? nullptr : &it->second;
+PartitionTable::Entry* PartitionTable::Find(std::string_view topic, int32_t partition) {
+  if (last_key_ != nullptr && last_key_->partition == partition && last_key_->topic == topic) {
+    return last_entry_;
+  }
+  auto it = entries_.find(View{topic, partition});
+  if (it == entries_.end()) return nullptr;
+  last_key_ = &it->first;
+  last_entry_ = &it->second;
+  return last_entry_;
 }
 
-const PartitionTable::Entry* PartitionTable::Find(const TopicPartition& tp) const {
-  auto it = entries_.find(tp);
-  return it == entries_.end() ? nullptr : &it->second;
+const PartitionTable::Entry* PartitionTable::Find(std::string_view topic,
+                                                  int32_t partition) const {
+  return const_cast<PartitionTable*>(this)->Find(topic, partition);
 }
 
 PartitionTable::Entry* PartitionTable::FindCurrent(const QueuedEvent& queued) {
-  Entry* entry = Find(queued.partition());
+  Entry* entry = Find(queued.event->topic(), queued.event->partition());
   return entry != nullptr && entry->epoch == queued.epoch ? entry : nullptr;
 }
 
 bool PartitionTable::Begin(Entry& entry, int64_t offset, absl::Time now) {
-  if (!entry.state.Begin(offset)) return false;
-  // Begin() accepts rising offsets only, so `begun` stays in offset order.
-  entry.begun.emplace_back(offset, now);
+  if (!entry.state.Begin(offset, now)) return false;
   if (!entry.start_offset.has_value()) entry.start_offset = offset;
   ++entry.buffered;
   return true;
@@ -58,12 +63,6 @@ void PartitionTable::Finish(const QueuedEvent& queued) {
   if (entry == nullptr) return;
   entry->state.Done(queued.event->offset());
   --entry->buffered;
-  // Forget the consumption times of offsets now committable.
-  const std::optional<int64_t> lowest = entry->state.LowestUnfinished();
-  while (!entry->begun.empty() &&
-         (!lowest.has_value() || entry->begun.front().first < *lowest)) {
-    entry->begun.pop_front();
-  }
 }
 
 std::vector<CommitPosition> PartitionTable::PendingCommits() const {
@@ -208,13 +207,7 @@ void PartitionTable::AddToSnapshot(const std::map<TopicPartition, int64_t>& in_f
     partition.pending = entry.state.Pending();
     partition.last_committed = entry.last_committed;
     partition.start_offset = entry.start_offset;
-    if (partition.lowest_unfinished.has_value()) {
-      for (const auto& [offset, since] : entry.begun) {
-        if (offset < *partition.lowest_unfinished) continue;
-        if (offset == *partition.lowest_unfinished) partition.oldest_unfinished_since = since;
-        break;
-      }
-    }
+    partition.oldest_unfinished_since = entry.state.LowestUnfinishedSince();
     partition.buffered = entry.buffered;
     auto flying = in_flight.find(tp);
     partition.in_flight = flying != in_flight.end() ? flying->second : 0;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,10 +46,6 @@ class PartitionTable {
     std::map<int64_t, QueuedEvent> blocked;
     // This partition's consumed and unfinished events.
     int64_t buffered = 0;
-    // Offsets begun and not yet committable, with when they were consumed,
-    // in offset order (pruned as the commit position advances): the front
-    // is the commit blocker.
-    std::deque<std::pair<int64_t, absl::Time>> begun;
     std::optional<int64_t> start_offset;
     // Operator pause: queued events set aside (in queue order) until resumed.
     bool paused = false;
@@ -61,12 +58,18 @@ class PartitionTable {
   // Offset reset: forgets what was consumed and starts a new epoch.
   void Renew(Entry& entry);
   void Erase(const TopicPartition& tp);
-  Entry* Find(const TopicPartition& tp);
-  const Entry* Find(const TopicPartition& tp) const;
+  Entry* Find(const TopicPartition& tp) { return Find(tp.topic, tp.partition); }
+  const Entry* Find(const TopicPartition& tp) const { return Find(tp.topic, tp.partition); }
+  // The same without a TopicPartition (no topic string copied per lookup);
+  // the last partition found is remembered, as consecutive events mostly
+  // come from one partition.
+  Entry* Find(std::string_view topic, int32_t partition);
+  const Entry* Find(std::string_view topic, int32_t partition) const;
   // The entry of `queued`'s partition when its epoch is still current.
   Entry* FindCurrent(const QueuedEvent& queued);
-  // Records that `offset` was consumed at `now`; false for an offset already
-  // begun in this assignment (a duplicate record).
+  // Records that `offset` was consumed at `now` (the age of the commit
+  // blocker); false for an offset already begun in this assignment (a
+  // duplicate record).
   bool Begin(Entry& entry, int64_t offset, absl::Time now);
   // `queued` reached a terminal result: its offset is done.
   void Finish(const QueuedEvent& queued);
@@ -111,7 +114,26 @@ class PartitionTable {
                      EngineSnapshot* snapshot) const;
 
  private:
-  std::map<TopicPartition, Entry> entries_;
+  // Orders TopicPartitions and (topic, partition) views alike, so a lookup
+  // needs no TopicPartition (whose topic string may be on the heap).
+  struct Less {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      const int order = std::string_view(a.topic).compare(std::string_view(b.topic));
+      return order != 0 ? order < 0 : a.partition < b.partition;
+    }
+  };
+  struct View {
+    std::string_view topic;
+    int32_t partition;
+  };
+
+  std::map<TopicPartition, Entry, Less> entries_;
+  // Find's memo: the entry last found and its key (cleared by Erase; map
+  // nodes do not move, so the pointer stays valid until then).
+  const TopicPartition* last_key_ = nullptr;
+  Entry* last_entry_ = nullptr;
   uint64_t next_epoch_ = 1;
   // The operator's pause set and how many assigned partitions are paused
   // (0 keeps the enqueue path free of lookups).

@@ -154,7 +154,12 @@ class RecordContext {
                        std::string* out) {
     switch (source.kind) {
       case FieldSource::Kind::kRecordKey:
-        *out = record_.key.value_or(std::string());
+        // Assigned in place (value_or would build a temporary string).
+        if (record_.key.has_value()) {
+          out->assign(*record_.key);
+        } else {
+          out->clear();
+        }
         return absl::OkStatus();
       case FieldSource::Kind::kTopic:
         *out = record_.topic;
@@ -280,22 +285,27 @@ absl::StatusOr<v1::Event> Decoder::Decode(const RawRecord& record) const {
 }
 
 absl::StatusOr<v1::Event> Decoder::Decode(RawRecord&& record) const {
-  std::string key;
-  std::string type;
-  absl::Status status = KeyAndType(record, &key, &type);
-  if (!status.ok()) return status;  // `record` untouched: it goes out as poison
   v1::Event event;
-  event.set_topic(std::move(record.topic));
-  event.set_partition(record.partition);
-  event.set_offset(record.offset);
-  event.set_key(std::move(key));
-  event.set_type(std::move(type));
-  event.set_payload(std::move(record.payload));
-  for (auto& [name, value] : record.headers) {
-    AddEventHeader(&event, std::move(name), std::move(value));
-  }
-  event.set_timestamp_ms(record.timestamp_ms);
+  absl::Status status = DecodeInto(record, &event);
+  if (!status.ok()) return status;  // `record` untouched: it goes out as poison
   return event;
+}
+
+absl::Status Decoder::DecodeInto(RawRecord& record, v1::Event* event) const {
+  event->Clear();
+  // Key and type straight into the event: nothing is moved out of `record`
+  // until both are known, so a poison record stays whole.
+  absl::Status status = KeyAndType(record, event->mutable_key(), event->mutable_type());
+  if (!status.ok()) return status;
+  event->set_topic(std::move(record.topic));
+  event->set_partition(record.partition);
+  event->set_offset(record.offset);
+  event->set_payload(std::move(record.payload));
+  for (auto& [name, value] : record.headers) {
+    AddEventHeader(event, std::move(name), std::move(value));
+  }
+  event->set_timestamp_ms(record.timestamp_ms);
+  return absl::OkStatus();
 }
 
 }  // namespace ferry

@@ -41,6 +41,11 @@ class Decoder {
   // copying them (the consumer's per-record path). On an error `record` is
   // left whole, for the dead-letter record.
   absl::StatusOr<v1::Event> Decode(RawRecord&& record) const;
+  // The consumer's per-record path: decodes into `*event` (cleared first; a
+  // caller's reused Event keeps its string buffers), moving topic, payload
+  // and headers out of `record`, with no Event temporary in between. On an
+  // error `record` is left whole and `*event` is unspecified.
+  absl::Status DecodeInto(RawRecord& record, v1::Event* event) const;
 
  private:
   absl::Status KeyAndType(const RawRecord& record, std::string* key, std::string* type) const;
