@@ -6,10 +6,19 @@
 namespace ferry {
 namespace {
 
-// The value for `name` in a vector sorted by name, or `fallback`.
+// The value for `name` in a vector sorted by name, or `fallback`. A config
+// names a few topics and types: up to a handful a scan comparing lengths
+// first is cheaper than bisecting.
 template <typename Value>
 Value Lookup(const std::vector<std::pair<std::string, Value>>& table, std::string_view name,
              Value fallback) {
+  constexpr size_t kScanUpTo = 8;
+  if (table.size() <= kScanUpTo) {
+    for (const auto& [key, value] : table) {
+      if (key.size() == name.size() && std::string_view(key) == name) return value;
+    }
+    return fallback;
+  }
   auto it = std::lower_bound(
       table.begin(), table.end(), name,
       [](const std::pair<std::string, Value>& entry, std::string_view n) {

@@ -1,6 +1,7 @@
 #include "core/engine/event_router.h"
 
 #include <string>
+#include <vector>
 
 #include "core/config/config.h"
 #include "gtest/gtest.h"
@@ -44,6 +45,20 @@ TEST(EventRouterTest, ATypeNamedTwiceGoesToTheLastProcessorNamingIt) {
   Config config;
   config.processors = {Processor("a", {"x"}), Processor("b", {"x"})};
   EXPECT_EQ(EventRouter(config).ProcessorFor("x"), 1);
+}
+
+// Past a handful of names the table is bisected instead of scanned.
+TEST(EventRouterTest, ManyTypesAreFoundByBisection) {
+  Config config;
+  std::vector<std::string> types;
+  for (int i = 0; i < 40; ++i) types.push_back("type-" + std::to_string(i));
+  config.processors = {Processor("a", types), Processor("b", {"*"})};
+  const EventRouter router(config);
+  for (const std::string& type : types) EXPECT_EQ(router.ProcessorFor(type), 0) << type;
+  EXPECT_EQ(router.ProcessorFor("type-40"), 1);
+  EXPECT_EQ(router.ProcessorFor("type-"), 1);
+  EXPECT_EQ(router.ProcessorFor("zzz"), 1);
+  EXPECT_EQ(router.ProcessorFor(""), 1);
 }
 
 TEST(EventRouterTest, TopicsHaveTheirOrderingAndUnknownTopicsAreKeyOrdered) {

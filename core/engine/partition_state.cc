@@ -1,6 +1,7 @@
 #include "core/engine/partition_state.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace ferry {
 
@@ -12,11 +13,18 @@ bool PartitionState::Begin(int64_t offset, absl::Time consumed_at) {
 }
 
 bool PartitionState::Done(int64_t offset) {
-  // Results mostly come back near the front (KEY order, small windows), but
-  // a binary search keeps a far one cheap too.
-  auto it = std::lower_bound(slots_.begin(), slots_.end(), offset,
-                             [](const Slot& slot, int64_t o) { return slot.offset < o; });
-  if (it == slots_.end() || it->offset != offset || it->done) return false;
+  if (slots_.empty() || offset < slots_.front().offset) return false;
+  // Offsets rise by at least one per slot, so `offset` can be no further
+  // than (offset - front) slots in: with no gaps (the usual case) that is
+  // exactly where it is; otherwise it is found by bisecting up to there.
+  const uint64_t distance = static_cast<uint64_t>(offset - slots_.front().offset);
+  const size_t bound = static_cast<size_t>(std::min<uint64_t>(distance, slots_.size() - 1));
+  auto it = slots_.begin() + static_cast<std::ptrdiff_t>(bound);
+  if (it->offset != offset) {
+    it = std::lower_bound(slots_.begin(), it, offset,
+                          [](const Slot& slot, int64_t o) { return slot.offset < o; });
+  }
+  if (it->offset != offset || it->done) return false;
   it->done = true;
   if (it != slots_.begin()) return true;  // the head is still being processed
   while (!slots_.empty() && slots_.front().done) {

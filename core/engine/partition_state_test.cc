@@ -171,6 +171,25 @@ TEST(PartitionStateTest, DoneBeforeItsBeginIsDiscarded) {
   EXPECT_EQ(s.CommitOffset(), 8);
 }
 
+// With gaps in the offsets a Done's slot is not at (offset - head): it is
+// searched for, and an offset inside a gap is refused.
+TEST(PartitionStateTest, DoneAcrossGapsFindsItsOffsetAndRefusesTheGaps) {
+  PartitionState s;
+  for (int64_t o : {0, 5, 7, 8, 20}) s.Begin(o);
+  EXPECT_FALSE(s.Done(3));
+  EXPECT_FALSE(s.Done(6));
+  EXPECT_FALSE(s.Done(21));
+  EXPECT_TRUE(s.Done(8));
+  EXPECT_TRUE(s.Done(20));
+  EXPECT_TRUE(s.Done(5));
+  EXPECT_EQ(s.CommitOffset(), nullopt);
+  EXPECT_TRUE(s.Done(0));
+  EXPECT_EQ(s.CommitOffset(), 6);
+  EXPECT_EQ(s.LowestUnfinished(), 7);
+  EXPECT_TRUE(s.Done(7));
+  EXPECT_EQ(s.CommitOffset(), 21);
+}
+
 TEST(PartitionStateTest, DuplicateDoneBehindTheHeadIsRefused) {
   PartitionState s;
   s.Begin(0);

@@ -1,13 +1,26 @@
 #include "core/engine/partition_table.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace ferry {
 
-void PartitionTable::Assign(const TopicPartition& tp) {
+PartitionTable::Entry& PartitionTable::Insert(const TopicPartition& tp) {
   Entry& entry = entries_[tp];
+  if (tp.partition < 0) return entry;  // not a Kafka partition: found by the map only
+  auto topic = std::find_if(index_.begin(), index_.end(),
+                            [&tp](const TopicIndex& t) { return t.topic == tp.topic; });
+  if (topic == index_.end()) topic = index_.insert(index_.end(), TopicIndex{tp.topic, {}});
+  const size_t partition = static_cast<size_t>(tp.partition);
+  if (topic->by_partition.size() <= partition) topic->by_partition.resize(partition + 1, nullptr);
+  topic->by_partition[partition] = &entry;
+  return entry;
+}
+
+void PartitionTable::Assign(const TopicPartition& tp) {
+  Entry& entry = Insert(tp);
   if (entry.paused) --paused_partitions_;
   Renew(entry);
   entry.paused = paused_set_.count(tp) > 0;
@@ -25,20 +38,26 @@ void PartitionTable::Erase(const TopicPartition& tp) {
   auto it = entries_.find(tp);
   if (it == entries_.end()) return;
   if (it->second.paused) --paused_partitions_;
-  last_key_ = nullptr;
-  last_entry_ = nullptr;
+  for (TopicIndex& topic : index_) {
+    if (topic.topic != tp.topic) continue;
+    if (tp.partition >= 0 && static_cast<size_t>(tp.partition) < topic.by_partition.size()) {
+      topic.by_partition[static_cast<size_t>(tp.partition)] = nullptr;
+    }
+  }
   entries_.erase(it);
 }
 
 PartitionTable::Entry* PartitionTable::Find(std::string_view topic, int32_t partition) {
-  if (last_key_ != nullptr && last_key_->partition == partition && last_key_->topic == topic) {
-    return last_entry_;
+  if (partition < 0) {  // never indexed (see Insert)
+    auto it = entries_.find(TopicPartition{std::string(topic), partition});
+    return it == entries_.end() ? nullptr : &it->second;
   }
-  auto it = entries_.find(View{topic, partition});
-  if (it == entries_.end()) return nullptr;
-  last_key_ = &it->first;
-  last_entry_ = &it->second;
-  return last_entry_;
+  for (TopicIndex& t : index_) {
+    if (t.topic.size() != topic.size() || std::string_view(t.topic) != topic) continue;
+    if (static_cast<size_t>(partition) >= t.by_partition.size()) return nullptr;
+    return t.by_partition[static_cast<size_t>(partition)];
+  }
+  return nullptr;
 }
 
 const PartitionTable::Entry* PartitionTable::Find(std::string_view topic,
@@ -154,7 +173,7 @@ bool PartitionTable::ParkIfPaused(QueuedEvent& queued, bool front) {
 }
 
 void PartitionTable::Park(QueuedEvent queued) {
-  entries_[queued.partition()].parked.push_back(std::move(queued));
+  Insert(queued.partition()).parked.push_back(std::move(queued));
 }
 
 std::deque<QueuedEvent> PartitionTable::TakeParked(const TopicPartition& tp) {

@@ -60,9 +60,8 @@ class PartitionTable {
   void Erase(const TopicPartition& tp);
   Entry* Find(const TopicPartition& tp) { return Find(tp.topic, tp.partition); }
   const Entry* Find(const TopicPartition& tp) const { return Find(tp.topic, tp.partition); }
-  // The same without a TopicPartition (no topic string copied per lookup);
-  // the last partition found is remembered, as consecutive events mostly
-  // come from one partition.
+  // The same without a TopicPartition (no topic string copied per lookup):
+  // the topic among the few assigned, then the partition by index.
   Entry* Find(std::string_view topic, int32_t partition);
   const Entry* Find(std::string_view topic, int32_t partition) const;
   // The entry of `queued`'s partition when its epoch is still current.
@@ -114,26 +113,18 @@ class PartitionTable {
                      EngineSnapshot* snapshot) const;
 
  private:
-  // Orders TopicPartitions and (topic, partition) views alike, so a lookup
-  // needs no TopicPartition (whose topic string may be on the heap).
-  struct Less {
-    using is_transparent = void;
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      const int order = std::string_view(a.topic).compare(std::string_view(b.topic));
-      return order != 0 ? order < 0 : a.partition < b.partition;
-    }
-  };
-  struct View {
-    std::string_view topic;
-    int32_t partition;
-  };
+  // Inserts (or finds) the entry of `tp`, indexed for Find.
+  Entry& Insert(const TopicPartition& tp);
 
-  std::map<TopicPartition, Entry, Less> entries_;
-  // Find's memo: the entry last found and its key (cleared by Erase; map
-  // nodes do not move, so the pointer stays valid until then).
-  const TopicPartition* last_key_ = nullptr;
-  Entry* last_entry_ = nullptr;
+  std::map<TopicPartition, Entry> entries_;
+  // Find's index: per topic, the entries by partition number (null where not
+  // assigned). Map nodes do not move, so the pointers stay valid until Erase
+  // clears them.
+  struct TopicIndex {
+    std::string topic;
+    std::vector<Entry*> by_partition;
+  };
+  std::vector<TopicIndex> index_;
   uint64_t next_epoch_ = 1;
   // The operator's pause set and how many assigned partitions are paused
   // (0 keeps the enqueue path free of lookups).

@@ -44,8 +44,8 @@ TEST_F(PartitionTableTest, EachAssignmentAndResetIsANewEpochThatFencesTheOldOne)
   EXPECT_EQ(table_.Find(kP1), nullptr);
 }
 
-// Find by (topic, partition) remembers the last entry found; the memo must
-// answer for that key only and must not outlive the entry.
+// Find by (topic, partition) goes through an index of entry pointers: it
+// must answer for the exact key only and must not outlive an erased entry.
 TEST_F(PartitionTableTest, FindByViewMatchesTheExactPartitionAndForgetsErasedOnes) {
   const std::string long_topic(40, 'x');  // past the short-string buffer
   table_.Assign(kP0);
@@ -64,7 +64,13 @@ TEST_F(PartitionTableTest, FindByViewMatchesTheExactPartitionAndForgetsErasedOne
   EXPECT_NE(table_.Find(long_topic, 0), nullptr);
   EXPECT_EQ(table_.Find(long_topic.substr(1), 0), nullptr);
 
-  EXPECT_EQ(table_.Find(kP1), p1);  // now remembered
+  EXPECT_EQ(table_.Find(std::string_view("t"), -1), nullptr);
+  const TopicPartition unassigned{"t", -1};  // librdkafka's "unassigned" partition
+  table_.Assign(unassigned);
+  EXPECT_NE(table_.Find(unassigned), nullptr);
+  table_.Erase(unassigned);
+  EXPECT_EQ(table_.Find(unassigned), nullptr);
+  EXPECT_EQ(table_.Find(std::string_view("t"), 1000), nullptr);
   table_.Erase(kP1);
   EXPECT_EQ(table_.Find(kP1), nullptr);
   EXPECT_EQ(table_.Find(std::string_view("t"), 1), nullptr);
