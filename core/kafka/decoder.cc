@@ -218,8 +218,11 @@ class RecordContext {
 
 }  // namespace
 
-Decoder::Decoder(std::map<std::string, TopicConfig> topics)
-    : topics_(std::move(topics)) {}
+Decoder::Decoder(const std::map<std::string, TopicConfig>& topics) {
+  for (const auto& [name, config] : topics) {
+    topics_.emplace(name, Topic{config, IsValidUtf8(name)});
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(
     const std::vector<TopicConfig>& topics) {
@@ -237,7 +240,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(
           absl::StrCat("topic \"", topic.name, "\" is configured twice"));
     }
   }
-  return std::unique_ptr<Decoder>(new Decoder(std::move(by_name)));
+  return std::unique_ptr<Decoder>(new Decoder(by_name));
 }
 
 absl::Status Decoder::KeyAndType(const RawRecord& record, std::string* key,
@@ -245,13 +248,16 @@ absl::Status Decoder::KeyAndType(const RawRecord& record, std::string* key,
   static const TopicConfig* const kDefaults = new TopicConfig();
   auto found = topics_.find(record.topic);
   const TopicConfig& topic =
-      found == topics_.end() ? *kDefaults : found->second;
+      found == topics_.end() ? *kDefaults : found->second.config;
+  // A configured topic's name was checked once, in the constructor.
+  const bool topic_is_utf8 =
+      found != topics_.end() ? found->second.name_is_utf8 : IsValidUtf8(record.topic);
 
   RecordContext context(record);
   // Event.topic and Event.type are proto3 strings: a worker must reject a
   // message holding invalid UTF-8 in them, so such a record is poison. (Kafka
   // brokers only accept ASCII topic names; the check costs nothing.)
-  if (!IsValidUtf8(record.topic)) {
+  if (!topic_is_utf8) {
     return absl::InvalidArgumentError(
         absl::StrCat(absl::CEscape(context.Where()), ": topic name is not valid UTF-8"));
   }
@@ -259,7 +265,8 @@ absl::Status Decoder::KeyAndType(const RawRecord& record, std::string* key,
   if (!status.ok()) return status;
   status = context.Extract(topic.type, "type", type);
   if (!status.ok()) return status;
-  if (!IsValidUtf8(*type)) {
+  // A type taken from the topic name is the name just checked.
+  if (topic.type.kind != FieldSource::Kind::kTopic && !IsValidUtf8(*type)) {
     return absl::InvalidArgumentError(
         absl::StrCat(context.Where(), ": type: value from ",
                      SourceSpelling(topic.type), " is not valid UTF-8"));

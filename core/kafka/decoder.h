@@ -49,8 +49,13 @@ class Decoder {
 
  private:
   absl::Status KeyAndType(const RawRecord& record, std::string* key, std::string* type) const;
-  explicit Decoder(std::map<std::string, TopicConfig> topics);
-  std::map<std::string, TopicConfig> topics_;
+  explicit Decoder(const std::map<std::string, TopicConfig>& topics);
+  struct Topic {
+    TopicConfig config;
+    // Whether the name is valid UTF-8, found once here rather than per record.
+    bool name_is_utf8 = false;
+  };
+  std::map<std::string, Topic> topics_;
 };
 
 }  // namespace ferry
