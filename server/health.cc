@@ -16,6 +16,12 @@ void EnableHealthService() {
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
 }
 
+void UseOneSyncPoller(grpc::ServerBuilder& builder) {
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 1);
+}
+
 void SetServing(grpc::Server& server, bool serving) {
   grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService();
   if (health == nullptr) return;
@@ -26,6 +32,7 @@ void SetServing(grpc::Server& server, bool serving) {
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPlaintextHealthServer(
     const std::string& address) {
   grpc::ServerBuilder builder;
+  UseOneSyncPoller(builder);
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

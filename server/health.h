@@ -28,6 +28,14 @@ inline constexpr char kControlServiceName[] = "ferry.v1.Control";
 // and makes sure grpc.health.v1's descriptors are in the generated pool.
 void EnableHealthService();
 
+// Limits `builder`'s sync server to one completion queue and one polling
+// thread. gRPC's poller threads poll the process-wide set of sockets, so the
+// sync server's spare pollers (up to two per queue by default) also took up
+// the worker streams' I/O, each hand-off a thread wake-up; the Control and
+// health calls they exist for are rare and fast, and one poller serves them
+// (a call in progress is handed to a worker thread, as before).
+void UseOneSyncPoller(grpc::ServerBuilder& builder);
+
 // Sets "" and every name above to SERVING or NOT_SERVING on `server`.
 void SetServing(grpc::Server& server, bool serving);
 

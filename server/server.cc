@@ -211,6 +211,7 @@ absl::Status Server::StartGrpc() {
   EnableHealthService();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  UseOneSyncPoller(builder);
   builder.AddListeningPort(c.config.listen_address, c.inputs.credentials, &c.grpc_port);
   builder.RegisterService(c.control_service.get());
   c.grpc_server = builder.BuildAndStart();

@@ -1,43 +1,51 @@
 #include "core/engine/partition_state.h"
 
+#include <algorithm>
+#include <cstddef>
+
 namespace ferry {
 
-bool PartitionState::Begin(int64_t offset) {
+bool PartitionState::Begin(int64_t offset, absl::Time consumed_at) {
   if (last_begun_.has_value() && offset <= *last_begun_) return false;
   last_begun_ = offset;
-  in_flight_.push(offset);
+  slots_.push_back(Slot{offset, consumed_at, false});
   return true;
 }
 
-void PartitionState::Done(int64_t offset) {
-  done_.push(offset);
-  Advance();
-}
-
-void PartitionState::Advance() {
-  while (!in_flight_.empty() && !done_.empty()) {
-    const int64_t head = in_flight_.top();
-    const int64_t finished = done_.top();
-    if (head == finished) {
-      in_flight_.pop();
-      done_.pop();
-      commit_offset_ = head + 1;
-    } else if (head < finished) {
-      return;  // the head is still being processed
-    } else {
-      done_.pop();  // a Done below every in-flight offset: stale, discard
-    }
+bool PartitionState::Done(int64_t offset) {
+  if (slots_.empty() || offset < slots_.front().offset) return false;
+  // Offsets rise by at least one per slot, so `offset` can be no further
+  // than (offset - front) slots in: with no gaps (the usual case) that is
+  // exactly where it is; otherwise it is found by bisecting up to there.
+  const uint64_t distance = static_cast<uint64_t>(offset - slots_.front().offset);
+  const size_t bound = static_cast<size_t>(std::min<uint64_t>(distance, slots_.size() - 1));
+  auto it = slots_.begin() + static_cast<std::ptrdiff_t>(bound);
+  if (it->offset != offset) {
+    it = std::lower_bound(slots_.begin(), it, offset,
+                          [](const Slot& slot, int64_t o) { return slot.offset < o; });
   }
+  if (it->offset != offset || it->done) return false;
+  it->done = true;
+  if (it != slots_.begin()) return true;  // the head is still being processed
+  while (!slots_.empty() && slots_.front().done) {
+    commit_offset_ = slots_.front().offset + 1;
+    slots_.pop_front();
+  }
+  return true;
 }
 
 std::optional<int64_t> PartitionState::LowestUnfinished() const {
-  if (in_flight_.empty()) return std::nullopt;
-  return in_flight_.top();
+  if (slots_.empty()) return std::nullopt;
+  return slots_.front().offset;
+}
+
+std::optional<absl::Time> PartitionState::LowestUnfinishedSince() const {
+  if (slots_.empty()) return std::nullopt;
+  return slots_.front().consumed_at;
 }
 
 void PartitionState::Clear() {
-  in_flight_ = MinHeap();
-  done_ = MinHeap();
+  slots_.clear();
   commit_offset_.reset();
   last_begun_.reset();
 }

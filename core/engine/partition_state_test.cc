@@ -149,6 +149,74 @@ TEST(PartitionStateTest, DoneWithoutBeginBelowHeadsIsDiscarded) {
   EXPECT_EQ(s.Pending(), 0u);
 }
 
+// A Done that arrives before its Begin (a result for an offset this state
+// has not begun, e.g. from an earlier assignment's delivery) is discarded:
+// kept, it would mark that offset finished the moment it is begun and let
+// the commit pass an event that was never processed.
+TEST(PartitionStateTest, DoneBeforeItsBeginIsDiscarded) {
+  PartitionState s;
+  s.Begin(5);
+  EXPECT_FALSE(s.Done(7));  // 7 is not begun yet
+  EXPECT_FALSE(s.Done(6));
+  EXPECT_TRUE(s.Done(5));
+  EXPECT_EQ(s.CommitOffset(), 6);
+  s.Begin(6);
+  s.Begin(7);
+  EXPECT_TRUE(s.Done(6));
+  // 7 is begun and unfinished: the early Done must not have counted.
+  EXPECT_EQ(s.CommitOffset(), 7);
+  EXPECT_EQ(s.LowestUnfinished(), 7);
+  EXPECT_EQ(s.Pending(), 1u);
+  EXPECT_TRUE(s.Done(7));
+  EXPECT_EQ(s.CommitOffset(), 8);
+}
+
+// With gaps in the offsets a Done's slot is not at (offset - head): it is
+// searched for, and an offset inside a gap is refused.
+TEST(PartitionStateTest, DoneAcrossGapsFindsItsOffsetAndRefusesTheGaps) {
+  PartitionState s;
+  for (int64_t o : {0, 5, 7, 8, 20}) s.Begin(o);
+  EXPECT_FALSE(s.Done(3));
+  EXPECT_FALSE(s.Done(6));
+  EXPECT_FALSE(s.Done(21));
+  EXPECT_TRUE(s.Done(8));
+  EXPECT_TRUE(s.Done(20));
+  EXPECT_TRUE(s.Done(5));
+  EXPECT_EQ(s.CommitOffset(), nullopt);
+  EXPECT_TRUE(s.Done(0));
+  EXPECT_EQ(s.CommitOffset(), 6);
+  EXPECT_EQ(s.LowestUnfinished(), 7);
+  EXPECT_TRUE(s.Done(7));
+  EXPECT_EQ(s.CommitOffset(), 21);
+}
+
+TEST(PartitionStateTest, DuplicateDoneBehindTheHeadIsRefused) {
+  PartitionState s;
+  s.Begin(0);
+  s.Begin(1);
+  EXPECT_TRUE(s.Done(1));
+  EXPECT_FALSE(s.Done(1));
+  EXPECT_EQ(s.Pending(), 2u);
+  EXPECT_TRUE(s.Done(0));
+  EXPECT_EQ(s.CommitOffset(), 2);
+}
+
+TEST(PartitionStateTest, TheBlockersConsumptionTimeFollowsTheHead) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  PartitionState s;
+  EXPECT_EQ(s.LowestUnfinishedSince(), nullopt);
+  s.Begin(10, t0);
+  s.Begin(11, t0 + absl::Seconds(1));
+  s.Begin(12, t0 + absl::Seconds(2));
+  EXPECT_EQ(s.LowestUnfinishedSince(), t0);
+  s.Done(11);
+  EXPECT_EQ(s.LowestUnfinishedSince(), t0);
+  s.Done(10);
+  EXPECT_EQ(s.LowestUnfinishedSince(), t0 + absl::Seconds(2));
+  s.Done(12);
+  EXPECT_EQ(s.LowestUnfinishedSince(), nullopt);
+}
+
 TEST(PartitionStateTest, DuplicateDoneOfCommittedOffsetIsDiscarded) {
   PartitionState s;
   s.Begin(0);

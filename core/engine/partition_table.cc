@@ -1,13 +1,26 @@
 #include "core/engine/partition_table.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace ferry {
 
-void PartitionTable::Assign(const TopicPartition& tp) {
+PartitionTable::Entry& PartitionTable::Insert(const TopicPartition& tp) {
   Entry& entry = entries_[tp];
+  if (tp.partition < 0) return entry;  // not a Kafka partition: found by the map only
+  auto topic = std::find_if(index_.begin(), index_.end(),
+                            [&tp](const TopicIndex& t) { return t.topic == tp.topic; });
+  if (topic == index_.end()) topic = index_.insert(index_.end(), TopicIndex{tp.topic, {}});
+  const size_t partition = static_cast<size_t>(tp.partition);
+  if (topic->by_partition.size() <= partition) topic->by_partition.resize(partition + 1, nullptr);
+  topic->by_partition[partition] = &entry;
+  return entry;
+}
+
+void PartitionTable::Assign(const TopicPartition& tp) {
+  Entry& entry = Insert(tp);
   if (entry.paused) --paused_partitions_;
   Renew(entry);
   entry.paused = paused_set_.count(tp) > 0;
@@ -17,7 +30,6 @@ void PartitionTable::Assign(const TopicPartition& tp) {
 void PartitionTable::Renew(Entry& entry) {
   entry.state.Clear();
   entry.last_committed.reset();
-  entry.begun.clear();
   entry.start_offset.reset();
   entry.epoch = next_epoch_++;
 }
@@ -26,28 +38,40 @@ void PartitionTable::Erase(const TopicPartition& tp) {
   auto it = entries_.find(tp);
   if (it == entries_.end()) return;
   if (it->second.paused) --paused_partitions_;
+  for (TopicIndex& topic : index_) {
+    if (topic.topic != tp.topic) continue;
+    if (tp.partition >= 0 && static_cast<size_t>(tp.partition) < topic.by_partition.size()) {
+      topic.by_partition[static_cast<size_t>(tp.partition)] = nullptr;
+    }
+  }
   entries_.erase(it);
 }
 
-PartitionTable::Entry* PartitionTable::Find(const TopicPartition& tp) {
-  auto it = entries_.find(tp);
-  return it == entries_.end() ? nullptr : &it->second;
+PartitionTable::Entry* PartitionTable::Find(std::string_view topic, int32_t partition) {
+  if (partition < 0) {  // never indexed (see Insert)
+    auto it = entries_.find(TopicPartition{std::string(topic), partition});
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+  for (TopicIndex& t : index_) {
+    if (t.topic.size() != topic.size() || std::string_view(t.topic) != topic) continue;
+    if (static_cast<size_t>(partition) >= t.by_partition.size()) return nullptr;
+    return t.by_partition[static_cast<size_t>(partition)];
+  }
+  return nullptr;
 }
 
-const PartitionTable::Entry* PartitionTable::Find(const TopicPartition& tp) const {
-  auto it = entries_.find(tp);
-  return it == entries_.end() ? nullptr : &it->second;
+const PartitionTable::Entry* PartitionTable::Find(std::string_view topic,
+                                                  int32_t partition) const {
+  return const_cast<PartitionTable*>(this)->Find(topic, partition);
 }
 
 PartitionTable::Entry* PartitionTable::FindCurrent(const QueuedEvent& queued) {
-  Entry* entry = Find(queued.partition());
+  Entry* entry = Find(queued.event->topic(), queued.event->partition());
   return entry != nullptr && entry->epoch == queued.epoch ? entry : nullptr;
 }
 
 bool PartitionTable::Begin(Entry& entry, int64_t offset, absl::Time now) {
-  if (!entry.state.Begin(offset)) return false;
-  // Begin() accepts rising offsets only, so `begun` stays in offset order.
-  entry.begun.emplace_back(offset, now);
+  if (!entry.state.Begin(offset, now)) return false;
   if (!entry.start_offset.has_value()) entry.start_offset = offset;
   ++entry.buffered;
   return true;
@@ -58,12 +82,6 @@ void PartitionTable::Finish(const QueuedEvent& queued) {
   if (entry == nullptr) return;
   entry->state.Done(queued.event->offset());
   --entry->buffered;
-  // Forget the consumption times of offsets now committable.
-  const std::optional<int64_t> lowest = entry->state.LowestUnfinished();
-  while (!entry->begun.empty() &&
-         (!lowest.has_value() || entry->begun.front().first < *lowest)) {
-    entry->begun.pop_front();
-  }
 }
 
 std::vector<CommitPosition> PartitionTable::PendingCommits() const {
@@ -155,7 +173,7 @@ bool PartitionTable::ParkIfPaused(QueuedEvent& queued, bool front) {
 }
 
 void PartitionTable::Park(QueuedEvent queued) {
-  entries_[queued.partition()].parked.push_back(std::move(queued));
+  Insert(queued.partition()).parked.push_back(std::move(queued));
 }
 
 std::deque<QueuedEvent> PartitionTable::TakeParked(const TopicPartition& tp) {
@@ -208,13 +226,7 @@ void PartitionTable::AddToSnapshot(const std::map<TopicPartition, int64_t>& in_f
     partition.pending = entry.state.Pending();
     partition.last_committed = entry.last_committed;
     partition.start_offset = entry.start_offset;
-    if (partition.lowest_unfinished.has_value()) {
-      for (const auto& [offset, since] : entry.begun) {
-        if (offset < *partition.lowest_unfinished) continue;
-        if (offset == *partition.lowest_unfinished) partition.oldest_unfinished_since = since;
-        break;
-      }
-    }
+    partition.oldest_unfinished_since = entry.state.LowestUnfinishedSince();
     partition.buffered = entry.buffered;
     auto flying = in_flight.find(tp);
     partition.in_flight = flying != in_flight.end() ? flying->second : 0;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,10 +46,6 @@ class PartitionTable {
     std::map<int64_t, QueuedEvent> blocked;
     // This partition's consumed and unfinished events.
     int64_t buffered = 0;
-    // Offsets begun and not yet committable, with when they were consumed,
-    // in offset order (pruned as the commit position advances): the front
-    // is the commit blocker.
-    std::deque<std::pair<int64_t, absl::Time>> begun;
     std::optional<int64_t> start_offset;
     // Operator pause: queued events set aside (in queue order) until resumed.
     bool paused = false;
@@ -61,12 +58,17 @@ class PartitionTable {
   // Offset reset: forgets what was consumed and starts a new epoch.
   void Renew(Entry& entry);
   void Erase(const TopicPartition& tp);
-  Entry* Find(const TopicPartition& tp);
-  const Entry* Find(const TopicPartition& tp) const;
+  Entry* Find(const TopicPartition& tp) { return Find(tp.topic, tp.partition); }
+  const Entry* Find(const TopicPartition& tp) const { return Find(tp.topic, tp.partition); }
+  // The same without a TopicPartition (no topic string copied per lookup):
+  // the topic among the few assigned, then the partition by index.
+  Entry* Find(std::string_view topic, int32_t partition);
+  const Entry* Find(std::string_view topic, int32_t partition) const;
   // The entry of `queued`'s partition when its epoch is still current.
   Entry* FindCurrent(const QueuedEvent& queued);
-  // Records that `offset` was consumed at `now`; false for an offset already
-  // begun in this assignment (a duplicate record).
+  // Records that `offset` was consumed at `now` (the age of the commit
+  // blocker); false for an offset already begun in this assignment (a
+  // duplicate record).
   bool Begin(Entry& entry, int64_t offset, absl::Time now);
   // `queued` reached a terminal result: its offset is done.
   void Finish(const QueuedEvent& queued);
@@ -111,7 +113,18 @@ class PartitionTable {
                      EngineSnapshot* snapshot) const;
 
  private:
+  // Inserts (or finds) the entry of `tp`, indexed for Find.
+  Entry& Insert(const TopicPartition& tp);
+
   std::map<TopicPartition, Entry> entries_;
+  // Find's index: per topic, the entries by partition number (null where not
+  // assigned). Map nodes do not move, so the pointers stay valid until Erase
+  // clears them.
+  struct TopicIndex {
+    std::string topic;
+    std::vector<Entry*> by_partition;
+  };
+  std::vector<TopicIndex> index_;
   uint64_t next_epoch_ = 1;
   // The operator's pause set and how many assigned partitions are paused
   // (0 keeps the enqueue path free of lookups).

@@ -1,6 +1,8 @@
 #include "core/engine/partition_table.h"
 
 #include <atomic>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/engine/queued_event_testing.h"
@@ -42,6 +44,42 @@ TEST_F(PartitionTableTest, EachAssignmentAndResetIsANewEpochThatFencesTheOldOne)
   EXPECT_EQ(table_.Find(kP1), nullptr);
 }
 
+// Find by (topic, partition) goes through an index of entry pointers: it
+// must answer for the exact key only and must not outlive an erased entry.
+TEST_F(PartitionTableTest, FindByViewMatchesTheExactPartitionAndForgetsErasedOnes) {
+  const std::string long_topic(40, 'x');  // past the short-string buffer
+  table_.Assign(kP0);
+  table_.Assign(kP1);
+  table_.Assign(TopicPartition{long_topic, 0});
+  PartitionTable::Entry* p0 = table_.Find(kP0);
+  PartitionTable::Entry* p1 = table_.Find(kP1);
+  ASSERT_NE(p0, nullptr);
+  ASSERT_NE(p1, nullptr);
+  EXPECT_NE(p0, p1);
+  EXPECT_EQ(table_.Find(std::string_view("t"), 0), p0);
+  EXPECT_EQ(table_.Find(std::string_view("t"), 1), p1);
+  EXPECT_EQ(table_.Find(std::string_view("t"), 2), nullptr);
+  EXPECT_EQ(table_.Find(std::string_view("u"), 1), nullptr);
+  EXPECT_EQ(table_.Find(std::string_view("tt"), 1), nullptr);
+  EXPECT_NE(table_.Find(long_topic, 0), nullptr);
+  EXPECT_EQ(table_.Find(long_topic.substr(1), 0), nullptr);
+
+  EXPECT_EQ(table_.Find(std::string_view("t"), -1), nullptr);
+  const TopicPartition unassigned{"t", -1};  // librdkafka's "unassigned" partition
+  table_.Assign(unassigned);
+  EXPECT_NE(table_.Find(unassigned), nullptr);
+  table_.Erase(unassigned);
+  EXPECT_EQ(table_.Find(unassigned), nullptr);
+  EXPECT_EQ(table_.Find(std::string_view("t"), 1000), nullptr);
+  table_.Erase(kP1);
+  EXPECT_EQ(table_.Find(kP1), nullptr);
+  EXPECT_EQ(table_.Find(std::string_view("t"), 1), nullptr);
+  EXPECT_EQ(table_.Find(kP0), p0);
+  table_.Assign(kP1);
+  EXPECT_NE(table_.Find(kP1), nullptr);
+  EXPECT_NE(table_.Find(kP1), p0);
+}
+
 TEST_F(PartitionTableTest, DuplicatesAreRefusedAndFinishingAdvancesTheCommit) {
   table_.Assign(kP0);
   PartitionTable::Entry& entry = *table_.Find(kP0);
@@ -56,7 +94,7 @@ TEST_F(PartitionTableTest, DuplicatesAreRefusedAndFinishingAdvancesTheCommit) {
   const std::vector<CommitPosition> pending = table_.PendingCommits();
   ASSERT_EQ(pending.size(), 1u);
   EXPECT_EQ(pending[0].offset, 12);
-  EXPECT_TRUE(entry.begun.empty());
+  EXPECT_EQ(entry.state.Pending(), 0u);
 
   table_.MarkCommitted(pending);
   EXPECT_TRUE(table_.PendingCommits().empty());

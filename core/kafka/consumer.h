@@ -22,11 +22,13 @@
 #ifndef FERRY_CORE_KAFKA_CONSUMER_H_
 #define FERRY_CORE_KAFKA_CONSUMER_H_
 
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafkacpp.h>
 
 #include <atomic>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,6 +39,7 @@
 #include "core/kafka/consumer_stats.h"
 #include "core/control/control_log.h"
 #include "core/kafka/decoder.h"
+#include "core/kafka/record.h"
 #include "core/engine/engine.h"
 #include "core/engine/offset_committer.h"
 
@@ -65,6 +68,10 @@ class KafkaConsumer final : public OffsetCommitter {
                                                                const Decoder* decoder,
                                                                ConsumerStats* stats = nullptr);
   ~KafkaConsumer() override;
+
+  // The librdkafka properties Create sets: ferry's defaults, overridden by
+  // the `kafka:` map, then the commit settings ferry owns.
+  static std::map<std::string, std::string> Properties(const Config& config);
 
   // Operator commands (pause, resume, reset, skip) from the control topic;
   // set before Start. Without it the consumer only follows its engine.
@@ -103,7 +110,7 @@ class KafkaConsumer final : public OffsetCommitter {
   void LeaveGroup();
   // Adds a record to batch_ (a poison record flushes batch_ first and goes
   // to the engine at once, so records keep their order).
-  void HandleMessage(RdKafka::Message& message);
+  void HandleMessage(const rd_kafka_message_t& message);
   // Hands batch_ to the engine (one lock, one dispatch).
   void FlushBatch();
   // Holds and commands when the engine's blocks or the control log changed,
@@ -140,6 +147,7 @@ class KafkaConsumer final : public OffsetCommitter {
   // Records consumed in this round, not yet handed to the engine (a round
   // takes what librdkafka has ready, bounded by the engine's headroom).
   std::vector<Engine::SubmitItem> batch_;
+  RawRecord record_;  // HandleMessage's scratch
   int64_t batch_bytes_ = 0;
   uint64_t blocked_generation_ = 0;
   uint64_t control_generation_ = 0;

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -21,6 +22,33 @@
 
 namespace ferry {
 namespace {
+
+// librdkafka's fetch.queue.backoff.ms default (1000 ms) idles a consumer
+// that is slower than its fetcher; ferry's default is 10 ms, which the
+// `kafka:` map may still override, while the commit settings stay ferry's.
+TEST(KafkaConsumerTest, FetchQueueBackoffDefaultsToTenMsAndTheKafkaMapOverridesIt) {
+  Config config = testing::EngineTestConfig();
+  std::map<std::string, std::string> properties = KafkaConsumer::Properties(config);
+  EXPECT_EQ(properties["fetch.queue.backoff.ms"], "10");
+  EXPECT_EQ(properties["enable.auto.commit"], "false");
+
+  config.kafka["fetch.queue.backoff.ms"] = "250";
+  config.kafka["enable.auto.commit"] = "true";
+  properties = KafkaConsumer::Properties(config);
+  EXPECT_EQ(properties["fetch.queue.backoff.ms"], "250");
+  EXPECT_EQ(properties["enable.auto.commit"], "false");
+
+  // librdkafka accepts the default: Create sets every property.
+  config.kafka.erase("enable.auto.commit");
+  config.kafka.erase("fetch.queue.backoff.ms");
+  config.kafka["group.id"] = "defaults-group";
+  config.kafka["bootstrap.servers"] = "127.0.0.1:1";  // never contacted
+  Engine engine(config, RealClock::Get());
+  std::unique_ptr<Decoder> decoder = testing::MustCreate(config.topics);
+  absl::StatusOr<std::unique_ptr<KafkaConsumer>> consumer =
+      KafkaConsumer::Create(config, &engine, decoder.get());
+  EXPECT_TRUE(consumer.ok()) << consumer.status();
+}
 
 // Until its first fetch answer librdkafka knows no high watermark and says
 // so with its own sentinel (RD_KAFKA_OFFSET_INVALID, -1001). The consumer's

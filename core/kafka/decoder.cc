@@ -154,7 +154,12 @@ class RecordContext {
                        std::string* out) {
     switch (source.kind) {
       case FieldSource::Kind::kRecordKey:
-        *out = record_.key.value_or(std::string());
+        // Assigned in place (value_or would build a temporary string).
+        if (record_.key.has_value()) {
+          out->assign(*record_.key);
+        } else {
+          out->clear();
+        }
         return absl::OkStatus();
       case FieldSource::Kind::kTopic:
         *out = record_.topic;
@@ -213,8 +218,11 @@ class RecordContext {
 
 }  // namespace
 
-Decoder::Decoder(std::map<std::string, TopicConfig> topics)
-    : topics_(std::move(topics)) {}
+Decoder::Decoder(const std::map<std::string, TopicConfig>& topics) {
+  for (const auto& [name, config] : topics) {
+    topics_.emplace(name, Topic{config, IsValidUtf8(name)});
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(
     const std::vector<TopicConfig>& topics) {
@@ -232,7 +240,7 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(
           absl::StrCat("topic \"", topic.name, "\" is configured twice"));
     }
   }
-  return std::unique_ptr<Decoder>(new Decoder(std::move(by_name)));
+  return std::unique_ptr<Decoder>(new Decoder(by_name));
 }
 
 absl::Status Decoder::KeyAndType(const RawRecord& record, std::string* key,
@@ -240,13 +248,16 @@ absl::Status Decoder::KeyAndType(const RawRecord& record, std::string* key,
   static const TopicConfig* const kDefaults = new TopicConfig();
   auto found = topics_.find(record.topic);
   const TopicConfig& topic =
-      found == topics_.end() ? *kDefaults : found->second;
+      found == topics_.end() ? *kDefaults : found->second.config;
+  // A configured topic's name was checked once, in the constructor.
+  const bool topic_is_utf8 =
+      found != topics_.end() ? found->second.name_is_utf8 : IsValidUtf8(record.topic);
 
   RecordContext context(record);
   // Event.topic and Event.type are proto3 strings: a worker must reject a
   // message holding invalid UTF-8 in them, so such a record is poison. (Kafka
   // brokers only accept ASCII topic names; the check costs nothing.)
-  if (!IsValidUtf8(record.topic)) {
+  if (!topic_is_utf8) {
     return absl::InvalidArgumentError(
         absl::StrCat(absl::CEscape(context.Where()), ": topic name is not valid UTF-8"));
   }
@@ -254,7 +265,8 @@ absl::Status Decoder::KeyAndType(const RawRecord& record, std::string* key,
   if (!status.ok()) return status;
   status = context.Extract(topic.type, "type", type);
   if (!status.ok()) return status;
-  if (!IsValidUtf8(*type)) {
+  // A type taken from the topic name is the name just checked.
+  if (topic.type.kind != FieldSource::Kind::kTopic && !IsValidUtf8(*type)) {
     return absl::InvalidArgumentError(
         absl::StrCat(context.Where(), ": type: value from ",
                      SourceSpelling(topic.type), " is not valid UTF-8"));
@@ -280,22 +292,27 @@ absl::StatusOr<v1::Event> Decoder::Decode(const RawRecord& record) const {
 }
 
 absl::StatusOr<v1::Event> Decoder::Decode(RawRecord&& record) const {
-  std::string key;
-  std::string type;
-  absl::Status status = KeyAndType(record, &key, &type);
-  if (!status.ok()) return status;  // `record` untouched: it goes out as poison
   v1::Event event;
-  event.set_topic(std::move(record.topic));
-  event.set_partition(record.partition);
-  event.set_offset(record.offset);
-  event.set_key(std::move(key));
-  event.set_type(std::move(type));
-  event.set_payload(std::move(record.payload));
-  for (auto& [name, value] : record.headers) {
-    AddEventHeader(&event, std::move(name), std::move(value));
-  }
-  event.set_timestamp_ms(record.timestamp_ms);
+  absl::Status status = DecodeInto(record, &event);
+  if (!status.ok()) return status;  // `record` untouched: it goes out as poison
   return event;
+}
+
+absl::Status Decoder::DecodeInto(RawRecord& record, v1::Event* event) const {
+  event->Clear();
+  // Key and type straight into the event: nothing is moved out of `record`
+  // until both are known, so a poison record stays whole.
+  absl::Status status = KeyAndType(record, event->mutable_key(), event->mutable_type());
+  if (!status.ok()) return status;
+  event->set_topic(std::move(record.topic));
+  event->set_partition(record.partition);
+  event->set_offset(record.offset);
+  event->set_payload(std::move(record.payload));
+  for (auto& [name, value] : record.headers) {
+    AddEventHeader(event, std::move(name), std::move(value));
+  }
+  event->set_timestamp_ms(record.timestamp_ms);
+  return absl::OkStatus();
 }
 
 }  // namespace ferry

@@ -41,11 +41,21 @@ class Decoder {
   // copying them (the consumer's per-record path). On an error `record` is
   // left whole, for the dead-letter record.
   absl::StatusOr<v1::Event> Decode(RawRecord&& record) const;
+  // The consumer's per-record path: decodes into `*event` (cleared first; a
+  // caller's reused Event keeps its string buffers), moving topic, payload
+  // and headers out of `record`, with no Event temporary in between. On an
+  // error `record` is left whole and `*event` is unspecified.
+  absl::Status DecodeInto(RawRecord& record, v1::Event* event) const;
 
  private:
   absl::Status KeyAndType(const RawRecord& record, std::string* key, std::string* type) const;
-  explicit Decoder(std::map<std::string, TopicConfig> topics);
-  std::map<std::string, TopicConfig> topics_;
+  explicit Decoder(const std::map<std::string, TopicConfig>& topics);
+  struct Topic {
+    TopicConfig config;
+    // Whether the name is valid UTF-8, found once here rather than per record.
+    bool name_is_utf8 = false;
+  };
+  std::map<std::string, Topic> topics_;
 };
 
 }  // namespace ferry

@@ -177,6 +177,39 @@ TEST(DecoderTest, MovingDecodeGivesTheSameEventAndKeepsThePoisonWhole) {
   EXPECT_EQ(poison.headers[0].second, "v1");
 }
 
+// DecodeInto reuses the caller's Event: nothing of the previous record may
+// survive into the next one (a null key, no headers, no timestamp).
+TEST(DecoderTest, DecodeIntoAReusedEventKeepsNothingOfThePreviousRecord) {
+  auto decoder = MustCreate({Topic("orders", {Kind::kRecordKey, ""}, {Kind::kTopic, ""})});
+  v1::Event event;
+  RawRecord first = Record("orders", "first");
+  first.headers = {{"h1", "v1"}};
+  ASSERT_TRUE(decoder->DecodeInto(first, &event).ok());
+  EXPECT_EQ(event.key(), "k1");
+  EXPECT_EQ(event.headers_size(), 1);
+  EXPECT_EQ(event.payload(), "first");
+  event.set_attempt(3);  // set downstream, e.g. by the engine
+
+  RawRecord second;
+  second.topic = "orders";
+  second.offset = 7;
+  second.payload = "second";
+  ASSERT_TRUE(decoder->DecodeInto(second, &event).ok());
+  v1::Event expected;
+  expected.set_topic("orders");
+  expected.set_type("orders");
+  expected.set_offset(7);
+  expected.set_payload("second");
+  EXPECT_EQ(event.SerializeAsString(), expected.SerializeAsString()) << event.DebugString();
+
+  // A poison record leaves the record whole.
+  auto json_decoder = MustCreate({Topic("orders", {Kind::kJson, "/id"}, {Kind::kTopic, ""})});
+  RawRecord poison = Record("orders", "not json");
+  EXPECT_FALSE(json_decoder->DecodeInto(poison, &event).ok());
+  EXPECT_EQ(poison.topic, "orders");
+  EXPECT_EQ(poison.payload, "not json");
+}
+
 TEST(DecoderTest, JsonMissingFieldIsPoison) {
   auto decoder = MustCreate({Topic("orders", {Kind::kJson, "/user/id"},
                                    {Kind::kConstant, "t"})});

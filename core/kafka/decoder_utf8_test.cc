@@ -117,6 +117,19 @@ TEST(DecoderUtf8Test, TopicThatIsNotUtf8IsPoison) {
   EXPECT_THAT(std::string(event.status().message()), HasSubstr("topic name is not valid UTF-8"));
 }
 
+// A configured topic's name is checked once, when the Decoder is made; a
+// configured name that is not UTF-8 still makes its records poison, and so
+// does a type taken from it.
+TEST(DecoderUtf8Test, ConfiguredTopicThatIsNotUtf8IsPoison) {
+  const std::string bad = "orders\xc3\x28";
+  auto decoder = MustCreate({Topic(bad, {Kind::kRecordKey, ""}, {Kind::kTopic, ""}),
+                             Topic("ok", {Kind::kRecordKey, ""}, {Kind::kTopic, ""})});
+  absl::StatusOr<v1::Event> event = decoder->Decode(Record(bad));
+  ASSERT_FALSE(event.ok());
+  EXPECT_THAT(std::string(event.status().message()), HasSubstr("topic name is not valid UTF-8"));
+  EXPECT_TRUE(decoder->Decode(Record("ok")).ok());
+}
+
 TEST(DecoderUtf8Test, TypeFromAnySourceThatIsNotUtf8IsPoison) {
   auto decoder = MustCreate({Topic("h", {Kind::kRecordKey, ""}, {Kind::kHeader, "t"}),
                              Topic("k", {Kind::kTopic, ""}, {Kind::kRecordKey, ""})});
