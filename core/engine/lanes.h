@@ -79,7 +79,19 @@ class Lanes {
     Queue(lane).push_front(std::move(item));
     Resized(before, before + 1);
   }
+  // Inserts at the front, after the leading items `stays_ahead` holds for
+  // (a run member given back lines up after its run's earlier members).
+  template <typename StaysAhead>
+  void InsertNearFront(int lane, Item item, const StaysAhead& stays_ahead) {
+    std::deque<Item>& queue = Queue(lane);
+    const size_t before = queue.size();
+    auto at = queue.begin();
+    while (at != queue.end() && stays_ahead(*at)) ++at;
+    queue.insert(at, std::move(item));
+    Resized(before, before + 1);
+  }
   Item& Front(int lane) { return lanes_[lane].queue->front(); }
+  const Item& Front(int lane) const { return lanes_[lane].queue->front(); }
   Item PopFront(int lane) {
     std::deque<Item>& queue = *lanes_[lane].queue;
     const size_t before = queue.size();
