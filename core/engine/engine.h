@@ -9,7 +9,12 @@
 //   * An offset is committable only when it and every lower offset of its
 //     partition that ferry received reached a terminal result.
 //   * KEY/PARTITION ordering: at most one event of a lane is in flight; the
-//     next leaves only after the previous one's terminal result.
+//     next leaves only after the previous one's terminal result. Except in a
+//     run (core/engine/runs.h), for a worker that set Ready.max_run > 1: up
+//     to max_run consecutive events of the lane in one message, handled in
+//     order by the worker; the lane stays busy until all are answered, and
+//     members answered NOT_ATTEMPTED (after one that did not end OK) go back
+//     to the head of the lane without counting an attempt.
 //   * A stream never has more events outstanding than its worker granted.
 //   * Results apply once: unknown, stale (revoked partition) or duplicate ids
 //     are dropped and counted. Delivery ids carry the partition's assignment

@@ -1,7 +1,8 @@
 // Lanes: the ordering stage. Every queued event belongs to one lane; events of
 // a lane leave it in FIFO order, and in KEY and PARTITION ordering a lane has
 // at most one event in flight, so two events of one key are never processed
-// at once or out of order.
+// at once or out of order (a run's members count one in-flight slot each and
+// the worker handles them in order: core/engine/runs.h).
 //
 // LaneFor() maps an event to its lane: KEY ordering hashes the event key
 // (records with an empty key are ordered per partition), PARTITION ordering
