@@ -461,8 +461,19 @@ absl::Status EngineModel::DrainRound(int round) {
     if (!held.blocked || !held.lowest_unfinished.has_value()) continue;
     PartitionModel* partition = Find(held.partition.topic, held.partition.partition);
     if (partition == nullptr) continue;
-    absl::Status status = SkipAt(*partition, *held.lowest_unfinished);
-    if (!status.ok()) return status;
+    // A worker that answers a run's members out of order can have one held
+    // above a member given back behind it in its lane: skip what is held.
+    std::vector<int64_t> to_skip = {*held.lowest_unfinished};
+    for (const auto& [offset, model] : partition->offsets) {
+      if (offset != to_skip.front() && model.latest != 0 && !model.skipped &&
+          Held(deliveries_.at(model.latest))) {
+        to_skip.push_back(offset);
+      }
+    }
+    for (int64_t offset : to_skip) {
+      absl::Status status = SkipAt(*partition, offset);
+      if (!status.ok()) return status;
+    }
   }
   // Retries wait out their backoff; a worker's retry_after_ms may be long.
   return Tick(round % 10 == 9 ? absl::Hours(24 * 60) : absl::Milliseconds(1100));
