@@ -100,7 +100,8 @@ TEST_F(EngineStatsTest, TypeLabelsAreBoundedByTheConfig) {
     EXPECT_EQ(sample->value, 0);
   }
   EXPECT_THAT(pairs, UnorderedElementsAre("slow/a", "rest/other", "none/other"));
-  EXPECT_EQ(metrics.Find("ferry_results_total", {{"processor", "slow"}}).size(), 5u);  // ok retry fail timeout not_attempted
+  // ok, retry, fail, timeout, not_attempted
+  EXPECT_EQ(metrics.Find("ferry_results_total", {{"processor", "slow"}}).size(), 5u);
   EXPECT_EQ(metrics.Value("ferry_records_consumed_total", {{"topic", "t"}}), 0);
 }
 
