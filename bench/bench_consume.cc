@@ -5,7 +5,7 @@
 // records.
 //
 //   bench_consume --bootstrap B --topic T --count N [--group G]
-//                 [--ready_file F] [--timeout_s 600]
+//                 [--ready_file F] [--timeout_s 600] [--kafka name=value,...]
 //
 // Prints one JSON line:
 //   {"events":N,"seconds":S,"rate":R,"cpu_s":C,"peak_rss_kib":K,"latency":{...},
@@ -28,6 +28,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_common.h"
+#include "bench/bench_kafka.h"
 
 ABSL_FLAG(std::string, bootstrap, "", "Bootstrap servers.");
 ABSL_FLAG(std::string, topic, "", "Topic to read.");
@@ -35,6 +36,8 @@ ABSL_FLAG(std::string, group, "", "Consumer group (default: a fresh one).");
 ABSL_FLAG(int64_t, count, 0, "Stop after this many records.");
 ABSL_FLAG(std::string, ready_file, "", "Written once partitions are assigned.");
 ABSL_FLAG(int64_t, timeout_s, 600, "Give up after this many seconds.");
+ABSL_FLAG(std::string, kafka, "",
+          "Extra librdkafka properties, name=value[,name=value...] (bench/bench_kafka.h).");
 
 namespace {
 
@@ -44,68 +47,28 @@ int64_t MonotonicMicros() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
-class Rebalance : public RdKafka::RebalanceCb {
- public:
-  explicit Rebalance(std::string ready_file) : ready_file_(std::move(ready_file)) {}
-  void rebalance_cb(RdKafka::KafkaConsumer* consumer, RdKafka::ErrorCode err,
-                    std::vector<RdKafka::TopicPartition*>& partitions) override {
-    if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
-      consumer->assign(partitions);
-      if (!ready_file_.empty()) {
-        ferry::bench::WriteFileAtomically(ready_file_, absl::StrCat(partitions.size(), "\n"));
-      }
-    } else {
-      consumer->unassign();
-    }
-  }
-
- private:
-  std::string ready_file_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  const std::string bootstrap = absl::GetFlag(FLAGS_bootstrap);
-  const std::string topic = absl::GetFlag(FLAGS_topic);
   const int64_t count = absl::GetFlag(FLAGS_count);
-  std::string group = absl::GetFlag(FLAGS_group);
-  if (group.empty()) group = absl::StrCat("bench-a-", ferry::bench::WallMicros());
-  if (bootstrap.empty() || topic.empty() || count <= 0) {
-    std::fprintf(stderr, "bench_consume: need --bootstrap, --topic and --count > 0\n");
+  if (count <= 0) {
+    std::fprintf(stderr, "bench_consume: need --count > 0\n");
     return 2;
   }
-
-  Rebalance rebalance(absl::GetFlag(FLAGS_ready_file));
-  std::unique_ptr<RdKafka::Conf> conf(RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
-  std::string errstr;
-  const std::vector<std::pair<std::string, std::string>> settings = {
-      {"bootstrap.servers", bootstrap},     {"group.id", group},
-      {"client.id", "ferry-bench-a"},       {"auto.offset.reset", "earliest"},
-      {"enable.auto.commit", "false"},      {"enable.auto.offset.store", "false"},
-      {"enable.partition.eof", "false"},
-  };
-  for (const auto& [name, value] : settings) {
-    if (conf->set(name, value, errstr) != RdKafka::Conf::CONF_OK) {
-      std::fprintf(stderr, "bench_consume: %s: %s\n", name.c_str(), errstr.c_str());
-      return 1;
-    }
-  }
-  if (conf->set("rebalance_cb", &rebalance, errstr) != RdKafka::Conf::CONF_OK) {
-    std::fprintf(stderr, "bench_consume: rebalance_cb: %s\n", errstr.c_str());
+  ferry::bench::ConsumerOptions options;
+  options.bootstrap = absl::GetFlag(FLAGS_bootstrap);
+  options.topic = absl::GetFlag(FLAGS_topic);
+  options.group = absl::GetFlag(FLAGS_group);
+  options.client_id = "ferry-bench-a";
+  options.ready_file = absl::GetFlag(FLAGS_ready_file);
+  options.extra = ferry::bench::SplitProperties(absl::GetFlag(FLAGS_kafka));
+  auto bench_consumer = ferry::bench::BenchConsumer::Create(options);
+  if (!bench_consumer.ok()) {
+    std::fprintf(stderr, "bench_consume: %s\n", bench_consumer.status().ToString().c_str());
     return 1;
   }
-  std::unique_ptr<RdKafka::KafkaConsumer> consumer(
-      RdKafka::KafkaConsumer::create(conf.get(), errstr));
-  if (consumer == nullptr) {
-    std::fprintf(stderr, "bench_consume: %s\n", errstr.c_str());
-    return 1;
-  }
-  if (consumer->subscribe({topic}) != RdKafka::ERR_NO_ERROR) {
-    std::fprintf(stderr, "bench_consume: subscribe failed\n");
-    return 1;
-  }
+  RdKafka::KafkaConsumer* consumer = (*bench_consumer)->consumer();
 
   ferry::bench::LatencyHistogram latency;
   ferry::bench::LatencyHistogram append_latency;
@@ -149,6 +112,5 @@ int main(int argc, char** argv) {
       seconds > 0 ? static_cast<double>(consumed - 1) / seconds : 0.0, cpu,
       static_cast<long long>(ferry::bench::PeakRssKib()), latency.Json().c_str(), append_latency.Json().c_str());
   std::fflush(stdout);
-  consumer->close();
   return consumed >= count ? 0 : 1;
 }

@@ -15,29 +15,32 @@ using ferry::v1::ProcessResponse;
 
 namespace {
 
-ferry::v1::Result ToResult(uint64_t id, const Outcome& outcome) {
-  ferry::v1::Result r;
-  r.set_id(id);
+void ToResult(const Completed& c, ferry::v1::Result* r) {
+  r->set_id(c.id);
+  if (c.not_attempted) {
+    r->set_status(ferry::v1::Result::NOT_ATTEMPTED);
+    return;
+  }
+  const Outcome& outcome = c.outcome;
   switch (outcome.kind()) {
     case Outcome::Kind::kOk:
-      r.set_status(ferry::v1::Result::OK);
+      r->set_status(ferry::v1::Result::OK);
       break;
     case Outcome::Kind::kRetry: {
-      r.set_status(ferry::v1::Result::RETRY);
+      r->set_status(ferry::v1::Result::RETRY);
       absl::Duration after = outcome.retry_after();
       if (after > absl::ZeroDuration()) {
         int64_t ms = absl::ToInt64Milliseconds(absl::Ceil(after, absl::Milliseconds(1)));
-        r.set_retry_after_ms(static_cast<uint32_t>(
+        r->set_retry_after_ms(static_cast<uint32_t>(
             std::min<int64_t>(ms, std::numeric_limits<uint32_t>::max())));
       }
       break;
     }
     case Outcome::Kind::kFail:
-      r.set_status(ferry::v1::Result::FAIL);
+      r->set_status(ferry::v1::Result::FAIL);
       break;
   }
-  if (!outcome.message().empty()) r.set_message(outcome.message());
-  return r;
+  if (!outcome.message().empty()) r->set_message(outcome.message());
 }
 
 }  // namespace
@@ -53,15 +56,18 @@ Stream::Stream(std::shared_ptr<Worker::Core> core, bool results_carry_credit)
   absl::MutexLock l(&mu_);
   if (reject) {
     finished_ = true;
+    may_skip_.store(true, std::memory_order_release);
     Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker shutting down"));
     return;
   }
   ProcessResponse ready;
   ready.mutable_ready()->set_max_in_flight(static_cast<uint32_t>(core_->options.max_in_flight));
   ready.mutable_ready()->set_worker_name(core_->options.name);
+  ready.mutable_ready()->set_max_run(static_cast<uint32_t>(core_->options.max_run));
   queue_.push_back(std::move(ready));
   granted_ = core_->options.max_in_flight;
-  StartRead(&req_);
+  reading_ = slots_->Get();
+  StartRead(reading_->request());
   PumpLocked();
 }
 
@@ -70,7 +76,7 @@ void Stream::Unref() {
 }
 
 void Stream::OnReadDone(bool ok) {
-  std::vector<std::shared_ptr<ferry::v1::Event>> to_run;
+  std::shared_ptr<MessageWork> work;
   {
     absl::MutexLock l(&mu_);
     if (!ok) {
@@ -79,46 +85,36 @@ void Stream::OnReadDone(bool ok) {
       EndLocked(grpc::Status::OK);
       return;
     }
-    switch (req_.kind_case()) {
+    const ProcessRequest& req = *reading_->request();
+    switch (req.kind_case()) {
       case ProcessRequest::kEvents:
-        TakeEventsLocked(&to_run);
+        work = TakeEventsLocked();
         break;
       case ProcessRequest::kCancel:
         CancelLocked();
         break;
       default:
-        Log("ignoring a ProcessRequest of unknown kind %d", static_cast<int>(req_.kind_case()));
+        Log("ignoring a ProcessRequest of unknown kind %d", static_cast<int>(req.kind_case()));
         break;
     }
-    req_.Clear();
-    if (!finished_ && !ending_) StartRead(&req_);
+    if (work == nullptr) reading_->Reset();  // else the work took it
+    if (!finished_ && !ending_) StartRead(reading_->request());
   }
-  if (to_run.empty()) return;
-  // One pool task per handler thread (at most one per event), each taking
-  // the message's next event until none is left: one pool lock and wake-up
+  if (work == nullptr) return;
+  // One pool task per handler thread (at most one per unit), each taking
+  // the message's next unit until none is left: one pool lock and wake-up
   // per thread, not per event, and a slow event holds up only its thread.
-  struct RunState {
-    std::vector<std::shared_ptr<ferry::v1::Event>> events;
-    std::atomic<size_t> next{0};
-  };
-  auto run = std::make_shared<RunState>();
-  run->events = std::move(to_run);
   const size_t tasks =
-      std::min(run->events.size(), static_cast<size_t>(core_->options.handler_threads));
+      std::min(work->units(), static_cast<size_t>(core_->options.handler_threads));
   for (size_t t = 0; t < tasks; ++t) {
-    bool scheduled = core_->pool.Schedule([this, run] {
-      for (size_t i = run->next.fetch_add(1); i < run->events.size();
-           i = run->next.fetch_add(1)) {
-        Run(run->events[i]);
-      }
-    });
-    if (!scheduled) {
-      // The pool stopped: whatever no task takes fails here.
-      for (size_t i = run->next.fetch_add(1); i < run->events.size();
-           i = run->next.fetch_add(1)) {
-        Complete(run->events[i]->id(), Outcome::Fail("worker stopped"));
-      }
+    if (core_->pool.Schedule([this, work] { Work(work); })) continue;
+    // The pool stopped: whatever no task takes fails here.
+    ResultBuffer out;
+    for (size_t u = work->TakeUnit(); u < work->units(); u = work->TakeUnit()) {
+      for (int i : work->members(u)) out.Add(work->event(i).id(), Outcome::Fail("worker stopped"));
     }
+    Flush(&out);
+    return;
   }
 }
 
@@ -151,11 +147,13 @@ void Stream::RequestFinish(grpc::Status status) {
   absl::MutexLock l(&mu_);
   if (finish_requested_) return;
   finish_requested_ = true;
+  may_skip_.store(true, std::memory_order_release);
   finish_status_ = std::move(status);
   PumpLocked();
 }
 
 void Stream::EndLocked(grpc::Status status) {
+  may_skip_.store(true, std::memory_order_release);
   if (!ending_) {
     ending_ = true;
     end_status_ = std::move(status);
@@ -163,16 +161,16 @@ void Stream::EndLocked(grpc::Status status) {
   PumpLocked();
 }
 
-void Stream::TakeEventsLocked(std::vector<std::shared_ptr<ferry::v1::Event>>* to_run) {
-  const int64_t n = req_.events().events_size();
-  if (n == 0) return;
+std::shared_ptr<MessageWork> Stream::TakeEventsLocked() {
+  const int64_t n = reading_->request()->events().events_size();
+  if (n == 0) return nullptr;
   core_->events_received.fetch_add(n, std::memory_order_relaxed);
-  if (finished_ || ending_) return;
+  if (finished_ || ending_) return nullptr;
   {
     absl::MutexLock cl(&core_->mu);
     if (core_->draining) {
       // Not started: ferry redelivers them when this stream closes.
-      return;
+      return nullptr;
     }
     core_->running += n;
   }
@@ -185,98 +183,79 @@ void Stream::TakeEventsLocked(std::vector<std::shared_ptr<ferry::v1::Event>>* to
   }
   held_ += n;
   core_->UpdateMaxHeld(held_);
-  // The message's events stay in one shared Events (swapped out of req_,
-  // no copy); each task holds an aliasing pointer to its event, so there is
-  // one allocation per message, not per event.
-  auto batch = std::make_shared<ferry::v1::Events>();
-  batch->Swap(req_.mutable_events());
-  to_run->reserve(n);
-  for (int i = 0; i < n; ++i) {
-    std::shared_ptr<ferry::v1::Event> ev(batch, batch->mutable_events(i));
-    ++inflight_[ev->id()].count;
-    to_run->push_back(std::move(ev));
-    Ref();
-  }
+  // The message's slot goes with the work (no copy) and a recycled one
+  // takes the next read.
+  auto work = std::make_shared<MessageWork>(std::move(reading_), slots_);
+  reading_ = slots_->Get();
+  inflight_.reserve(inflight_.size() + static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ++inflight_[work->event(i).id()].count;
+  refs_.fetch_add(static_cast<int>(n), std::memory_order_relaxed);  // one per event
+  return work;
 }
 
 void Stream::CancelLocked() {
   std::vector<uint64_t> marked;
-  for (uint64_t id : req_.cancel().ids()) {
+  for (uint64_t id : reading_->request()->cancel().ids()) {
     auto it = inflight_.find(id);
     if (it == inflight_.end() || it->second.cancelled) continue;  // done or unknown
     it->second.cancelled = true;
     marked.push_back(id);
   }
   if (marked.empty()) return;
+  may_skip_.store(true, std::memory_order_release);
   absl::MutexLock cl(&core_->mu);
   for (uint64_t id : marked) ++core_->cancelled[id];
 }
 
-void Stream::Run(const std::shared_ptr<ferry::v1::Event>& ev) {
-  bool skip;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = inflight_.find(ev->id());
-    skip = finished_ || ending_ || (it != inflight_.end() && it->second.cancelled);
-  }
-  if (skip) {  // cancelled before it started, or nobody listens: no result is sent
-    Complete(ev->id(), Outcome::Ok());
-    return;
-  }
-  if (core_->handler) {
-    Outcome outcome = Outcome::Ok();
-    try {
-      outcome = core_->handler(*ev);
-    } catch (const std::exception& e) {
-      outcome = Outcome::Fail(e.what());
-    } catch (...) {
-      outcome = Outcome::Fail("handler threw a non-std::exception");
-    }
-    Complete(ev->id(), outcome);
-    return;
-  }
-  auto done = std::make_shared<AsyncDone>(this, ev);
-  try {
-    core_->async_handler(*ev, [done](Outcome outcome) { done->Call(std::move(outcome)); });
-  } catch (const std::exception& e) {
-    done->Call(Outcome::Fail(e.what()));
-  } catch (...) {
-    done->Call(Outcome::Fail("handler threw a non-std::exception"));
-  }
+bool Stream::Skip(uint64_t id) {
+  if (!may_skip_.load(std::memory_order_acquire)) return false;
+  absl::MutexLock l(&mu_);
+  if (finished_ || ending_) return true;
+  auto it = inflight_.find(id);
+  return it != inflight_.end() && it->second.cancelled;
 }
 
-void Stream::Complete(uint64_t id, const Outcome& outcome) {
+void Stream::Complete(uint64_t id, Outcome outcome) {
+  std::vector<Completed> one;
+  one.push_back(Completed{id, std::move(outcome)});
+  CompleteAll(&one);
+}
+
+void Stream::CompleteAll(std::vector<Completed>* items) {
+  const int n = static_cast<int>(items->size());
+  if (n == 0) return;
   {
     absl::MutexLock l(&mu_);
-    bool uncancel = false;
-    bool cancelled = false;
-    auto it = inflight_.find(id);
-    if (it != inflight_.end()) {
-      cancelled = it->second.cancelled;
+    std::vector<uint64_t> uncancel;
+    for (Completed& c : *items) {
+      auto it = inflight_.find(c.id);
+      if (it == inflight_.end()) continue;
+      c.cancelled = it->second.cancelled;
       if (--it->second.count == 0) {
+        if (c.cancelled) uncancel.push_back(c.id);
         inflight_.erase(it);
-        uncancel = cancelled;
       }
     }
     {
-      // Under mu_: Shutdown sees running == 0 only with this result queued
-      // (its RequestFinish needs mu_), and IsCancelled() forgets the id
-      // before the credit is sent.
+      // Under mu_: Shutdown sees running == 0 only with these results
+      // queued (its RequestFinish needs mu_), and IsCancelled() forgets an
+      // id before its credit is sent.
       absl::MutexLock cl(&core_->mu);
-      --core_->running;
-      if (uncancel) {
+      core_->running -= n;
+      for (uint64_t id : uncancel) {
         auto c = core_->cancelled.find(id);
         if (c != core_->cancelled.end() && --c->second == 0) core_->cancelled.erase(c);
       }
     }
     if (!finished_ && !ending_) {
-      completed_.push_back(Completed{id, outcome, cancelled});
+      for (Completed& c : *items) completed_.push_back(std::move(c));
       PumpLocked();
     } else {
-      --held_;
+      held_ -= n;
     }
   }
-  Unref();
+  items->clear();
+  if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) delete this;
 }
 
 void Stream::PumpLocked() {
@@ -289,7 +268,11 @@ void Stream::PumpLocked() {
     Finish(end_status_);
     return;
   }
-  if (queue_.empty() && !completed_.empty()) BatchLocked();
+  if (queue_.empty() && !completed_.empty() && BatchLocked()) {
+    write_in_flight_ = true;
+    StartWrite(&write_buf_);
+    return;
+  }
   if (!queue_.empty()) {
     write_buf_ = std::move(queue_.front());
     queue_.pop_front();
@@ -303,14 +286,18 @@ void Stream::PumpLocked() {
   }
 }
 
-void Stream::BatchLocked() {
+bool Stream::BatchLocked() {
   const size_t n =
       std::min(completed_.size(), static_cast<size_t>(core_->options.max_results_batch));
-  ProcessResponse results;
-  auto* list = results.mutable_results()->mutable_results();
+  // Built in write_buf_ itself: when it held the last Results, its Result
+  // objects are cleared and reused instead of allocated again.
+  ferry::v1::Results* results = write_buf_.mutable_results();
+  results->set_credit(0);
+  auto* list = results->mutable_results();
+  list->Clear();
   for (size_t i = 0; i < n; ++i) {
     const Completed& c = completed_[i];
-    if (!c.cancelled) *list->Add() = ToResult(c.id, c.outcome);
+    if (!c.cancelled) ToResult(c, list->Add());
   }
   completed_.erase(completed_.begin(), completed_.begin() + static_cast<std::ptrdiff_t>(n));
   held_ -= static_cast<int64_t>(n);
@@ -318,16 +305,15 @@ void Stream::BatchLocked() {
   const bool grant = !core_->shutting_down.load(std::memory_order_acquire);
   if (grant) granted_ += static_cast<int64_t>(n);
   if (grant && results_carry_credit_) {
-    results.mutable_results()->set_credit(static_cast<uint32_t>(n));
-    queue_.push_back(std::move(results));
-    return;
+    results->set_credit(static_cast<uint32_t>(n));
+    return true;
   }
-  if (!list->empty()) queue_.push_back(std::move(results));
   if (grant) {
     ProcessResponse credit;
     credit.mutable_credit()->set_n(static_cast<uint32_t>(n));
     queue_.push_back(std::move(credit));
   }
+  return !list->empty();
 }
 
 }  // namespace ferry::sdk::internal

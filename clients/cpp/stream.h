@@ -1,14 +1,15 @@
 // One ferry.v1.Processor/Process stream on the worker side (the gRPC
-// reactor): it announces Ready{max_in_flight}, hands each Events message's
-// events to the handler pool, honours Cancel, batches results into Results
-// and returns credit (inside Results when ferry sent the
-// `ferry-results-credit: 1` header, else as Credit messages).
+// reactor): it announces Ready{max_in_flight, max_run}, reads each message
+// into a recycled arena slot, hands an Events message's units (independent
+// events and runs, stream_run.h) to the handler pool, honours Cancel,
+// batches results into Results and returns credit (inside Results when ferry
+// sent the `ferry-results-credit: 1` header, else as Credit messages).
 //
 // Lifetime: reference counted, one reference for gRPC (dropped in OnDone) and
-// one per handler task it scheduled (dropped when that handler completes). It
+// one per event received (dropped when its result is handed over). It
 // deletes itself at zero, so pool tasks never touch a freed reactor.
 // Threading: gRPC reactions and pool threads; everything mutable is under
-// mu_. gRPC operations (StartRead/StartWrite/Finish) are started under mu_;
+// mu_ (may_skip_ is an atomic read without it). gRPC operations (StartRead/StartWrite/Finish) are started under mu_;
 // gRPC never runs user reactions inline in those calls. mu_ may be held while
 // taking Core::mu, never the reverse.
 #ifndef FERRY_CLIENTS_CPP_STREAM_H_
@@ -26,6 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "clients/cpp/stream_run.h"
 #include "clients/cpp/worker.h"
 #include "clients/cpp/worker_core.h"
 #include "ferry/v1/processor.grpc.pb.h"
@@ -56,66 +58,66 @@ class Stream final
     int count = 0;
     bool cancelled = false;
   };
-  struct Completed {
-    uint64_t id;
-    Outcome outcome;
-    bool cancelled;
-  };
-
-  // Completes an async handler's event exactly once; reports FAIL if the
-  // handler drops `done` without calling it.
-  class AsyncDone {
-   public:
-    AsyncDone(Stream* stream, std::shared_ptr<ferry::v1::Event> event)
-        : stream_(stream), event_(std::move(event)) {}
-    ~AsyncDone() {
-      if (!called_.load(std::memory_order_acquire)) {
-        stream_->Complete(event_->id(),
-                          Outcome::Fail("async handler dropped its done callback without calling it"));
-      }
-    }
-    void Call(Outcome outcome) {
-      if (called_.exchange(true, std::memory_order_acq_rel)) {
-        Log("done called more than once for event %d; ignored", event_->id());
-        return;
-      }
-      stream_->Complete(event_->id(), outcome);
-    }
-
-   private:
-    Stream* const stream_;
-    const std::shared_ptr<ferry::v1::Event> event_;  // valid until done
-    std::atomic<bool> called_{false};
-  };
+  class AsyncMember;  // stream_run.cc
 
   ~Stream() override = default;
 
   void EndLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  void TakeEventsLocked(std::vector<std::shared_ptr<ferry::v1::Event>>* to_run)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The Events message in reading_, as units of work (nullptr: nothing to
+  // run); a new slot takes its place for the next read.
+  std::shared_ptr<MessageWork> TakeEventsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void CancelLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Runs on a pool thread.
-  void Run(const std::shared_ptr<ferry::v1::Event>& ev);
+  // A pool task: takes the message's units until none is left, then hands
+  // its buffered results over.
+  void Work(const std::shared_ptr<MessageWork>& work);
 
-  // A handler finished (any thread). Drops the task's reference.
-  void Complete(uint64_t id, const Outcome& outcome);
+  // Handles unit u's members from `from` on, in order, one at a time, each
+  // only after the previous ended OK; the rest are NOT_ATTEMPTED otherwise
+  // (stream_run.cc). Returns early when an async member's `done` will
+  // continue the unit. Results go to `out`.
+  void RunUnit(const std::shared_ptr<MessageWork>& work, size_t u, size_t from,
+               ResultBuffer* out);
+
+  // Unit u's members from `from` on, answered NOT_ATTEMPTED.
+  static void NotAttempted(const MessageWork& work, size_t u, size_t from, ResultBuffer* out);
+
+  // An async member ended (`ok`: OK and not cancelled); continues its unit
+  // on the pool from member `next`.
+  void ContinueUnit(std::shared_ptr<MessageWork> work, size_t u, size_t next, bool ok);
+
+  // True when the event must not start: ferry cancelled it or nobody listens.
+  bool Skip(uint64_t id);
+
+  // Hands finished events to the stream (one lock for all of them) and
+  // drops their references: `this` may be gone when it returns.
+  void CompleteAll(std::vector<Completed>* items);
+  void Flush(ResultBuffer* out) { CompleteAll(out->items()); }
+
+  // One finished event (async handlers); drops its reference.
+  void Complete(uint64_t id, Outcome outcome);
 
   // Starts the next write, or Finish, when nothing is being written.
   void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Everything completed since the last write (up to max_results_batch):
-  // one Results message (cancelled events excluded) and Credit{n}, inside
-  // the Results when ferry said it takes that, else as a message after it.
-  void BatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // one Results message (cancelled events excluded) in write_buf_ and
+  // Credit{n}, inside the Results when ferry said it takes that, else queued
+  // as a message after it. Only while no write is in flight. True: write
+  // write_buf_ (false: no result to send, only the queued credit if any).
+  bool BatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<Worker::Core> core_;
   const bool results_carry_credit_;  // ferry sent `ferry-results-credit: 1`
   std::atomic<int> refs_{1};  // gRPC's, until OnDone
+  // Set (for good) once a Cancel arrived or the stream is ending: until then
+  // no event can need skipping and Skip() takes no lock.
+  std::atomic<bool> may_skip_{false};
 
-  ferry::v1::ProcessRequest req_;  // the one outstanding read
+  const std::shared_ptr<SlotPool> slots_ = std::make_shared<SlotPool>();
+  std::unique_ptr<ReadSlot> reading_ ABSL_GUARDED_BY(mu_);  // the one outstanding read
 
   absl::Mutex mu_;
   ferry::v1::ProcessResponse write_buf_ ABSL_GUARDED_BY(mu_);  // the one outstanding write

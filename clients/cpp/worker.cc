@@ -42,6 +42,7 @@ absl::Status Validate(const WorkerOptions& o) {
   if (o.max_results_batch < 1) {
     return absl::InvalidArgumentError("max_results_batch must be >= 1");
   }
+  if (o.max_run < 0) return absl::InvalidArgumentError("max_run must be >= 0 (0 or 1: no runs)");
   if (o.tls.cert_file.empty() != o.tls.key_file.empty()) {
     return absl::InvalidArgumentError("tls.cert_file and tls.key_file go together; set both");
   }

@@ -3,7 +3,7 @@
 // ferry (the Kafka consumer service) dials your worker and opens
 // `ferry.v1.Processor/Process` bidi streams to it (see
 // proto/ferry/v1/processor.proto). This library implements that protocol for
-// you: it announces Ready{max_in_flight}, runs your handler for every Event on
+// you: it announces Ready{max_in_flight, max_run}, runs your handler for every Event on
 // its own thread pool, batches the results into Results messages, returns
 // credit with Credit{n}, honours Cancel, and drains gracefully on Shutdown.
 //
@@ -24,7 +24,15 @@
 //     WorkerOptions::handler_threads threads, never on gRPC threads. Several
 //     events may run concurrently (also events of one stream message), so a
 //     handler must be thread-safe. ferry guarantees per-key ordering by not
-//     sending the next event of a key before the previous one's result.
+//     sending the next event of a key before the previous one's result, or
+//     by sending a lane's next events as a run (WorkerOptions::max_run):
+//     the events of one message sharing a non-zero Event.run_id. A run's
+//     events are handled one at a time, in message order, each starting
+//     only after the previous one ended OK (on any pool thread; for async
+//     handlers, after its `done`). When one ends otherwise (RETRY, FAIL, a
+//     throw, ferry's Cancel, Shutdown), every later event of the run is
+//     answered NOT_ATTEMPTED without calling the handler (ferry delivers it
+//     again, without counting an attempt).
 //   * Async handlers (AsyncHandler) are invoked on the same pool and must
 //     return quickly; `done` may be called later from any thread, exactly once.
 //     A second call is ignored (and logged); dropping `done` without calling it
@@ -116,6 +124,10 @@ struct WorkerOptions {
   int handler_threads = 4;
   // The most results put into one Results message.
   int max_results_batch = 256;
+  // The most events of one ordering lane ferry may send as a run (see
+  // "Runs" in processor.proto; sent in Ready.max_run). 0 or 1: no runs, the
+  // behaviour of workers written before runs. 0 .. 2^31-1.
+  int max_run = 64;
   // Serve TLS (or mTLS) instead of plaintext.
   WorkerTls tls;
 };

@@ -159,6 +159,31 @@ TEST(WorkerTest, EventsOfOneMessageRunConcurrently) {
   worker->Shutdown(absl::Seconds(1));
 }
 
+TEST(WorkerTest, AResultIsSentBeforeTheNextHandlerOnItsThreadEnds) {
+  // One thread, one message: event 2 is slow (it waits until ferry has
+  // event 1's result). A result held back until the thread's next handler
+  // ends would hold a KEY lane up for as long as that handler takes.
+  absl::Notification saw_first;
+  WorkerOptions opts = Options(8);
+  opts.handler_threads = 1;
+  auto worker = StartWorker(opts, [&](const Event& e) {
+    if (e.id() == 2) {
+      EXPECT_TRUE(saw_first.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    }
+    return Outcome::Ok();
+  });
+  ASSERT_NE(worker, nullptr);
+  Client client(worker->port());
+  client.ReadReady();
+  ASSERT_TRUE(client.SendEvents({1, 2}));
+  ASSERT_TRUE(client.ReadCredit(1));
+  EXPECT_THAT(client.ResultIds(), UnorderedElementsAre(1u));
+  saw_first.Notify();
+  ASSERT_TRUE(client.ReadCredit(1));
+  EXPECT_THAT(client.ResultIds(), UnorderedElementsAre(1u, 2u));
+  worker->Shutdown(absl::Seconds(1));
+}
+
 TEST(WorkerTest, CancelSuppressesResultButReturnsCredit) {
   std::atomic<Worker*> self{nullptr};
   absl::Notification first_started, release_first;

@@ -45,6 +45,8 @@ class Latch {
     if (!fired_.exchange(true)) n_.Notify();
   }
   void WaitForNotification() { n_.WaitForNotification(); }
+  // False if it did not fire within `timeout`.
+  bool WaitFor(absl::Duration timeout) { return n_.WaitForNotificationWithTimeout(timeout); }
 
  private:
   std::atomic<bool> fired_{false};

@@ -4,6 +4,8 @@
 // The processor itself is HandleEvent() below; everything else is plumbing:
 //   --listen ADDR        address to serve on (default 127.0.0.1:50051; port 0 = any)
 //   --max_in_flight N    credit per stream (default 64)
+//   --max_run N          the most events of one lane ferry may send as a run, handled in
+//                        order (default: the SDK's, WorkerOptions::max_run; 0 or 1: no runs)
 //   --handler_threads N  threads running the handler (default 4)
 //   --name NAME          worker name sent in Ready (default: host name)
 //   --work_us N          simulated work per event, microseconds (default 0)
@@ -58,6 +60,8 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "Address to serve on (port 0: any free port).");
 ABSL_FLAG(int, max_in_flight, 64, "Credit per stream: events ferry may have outstanding.");
+ABSL_FLAG(int, max_run, ferry::sdk::WorkerOptions().max_run,
+          "The most events of one lane ferry may send as a run (0 or 1: no runs).");
 ABSL_FLAG(int, handler_threads, 4, "Threads running the handler.");
 ABSL_FLAG(std::string, name, "", "Worker name reported to ferry (default: host name).");
 ABSL_FLAG(std::string, record, "", "If set, append one line per handled event to this file.");
@@ -298,6 +302,7 @@ int main(int argc, char** argv) {
   ferry::sdk::WorkerOptions options;
   options.name = absl::GetFlag(FLAGS_name);
   options.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
+  options.max_run = absl::GetFlag(FLAGS_max_run);
   options.handler_threads = absl::GetFlag(FLAGS_handler_threads);
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);

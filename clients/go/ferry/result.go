@@ -2,7 +2,9 @@ package ferry
 
 import (
 	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferry/ferry/clients/go/ferrypb"
 )
@@ -46,8 +48,15 @@ func (r Result) RetryAfterMillis() uint32 {
 	return uint32(ms)
 }
 
-func (r Result) toProto(id uint64) *ferrypb.Result {
-	p := &ferrypb.Result{Id: id, Status: r.Status, Message: r.Message}
+// fill sets p to this result for event id. A status other than OK, RETRY
+// or FAIL (NOT_ATTEMPTED is the SDK's to send) is a FAIL.
+func (r Result) fill(p *ferrypb.Result, id uint64) {
+	p.Id, p.Status, p.Message = id, r.Status, r.Message
+	if !utf8.ValidString(p.Message) {
+		// A proto3 string must be UTF-8: ferry would refuse the message
+		// (and proto.Marshal the whole Results).
+		p.Message = strings.ToValidUTF8(p.Message, "\uFFFD")
+	}
 	switch r.Status {
 	case ferrypb.Result_OK, ferrypb.Result_FAIL:
 	case ferrypb.Result_RETRY:
@@ -58,5 +67,4 @@ func (r Result) toProto(id uint64) *ferrypb.Result {
 			p.Message = "handler returned a Result without a status (use ferry.OK, ferry.Retry or ferry.Fail)"
 		}
 	}
-	return p
 }

@@ -21,33 +21,42 @@ var errEnded = errors.New("stream ended")
 // inside Results (proto/ferry/v1/processor.proto).
 const resultsCreditHeader = "ferry-results-credit"
 
-type entry struct {
-	count     int
-	cancelled bool
-	cancels   []context.CancelFunc
+// completion: how one held event ended, queued for the writer.
+type completion struct {
+	id     uint64
+	status completionStatus
+	res    Result // for handled
 }
 
+type completionStatus uint8
+
+const (
+	skipped      completionStatus = iota // not run, or cancelled: credit only, no result
+	handled                              // res is the result
+	notAttempted                         // a run member after one that did not end OK
+)
+
 // One Process stream: a reader goroutine (Events, Cancel), a writer goroutine
-// (Ready, then Results + Credit batches, or Results carrying the credit) and
-// one goroutine per event.
+// (Ready, then Results + Credit batches, or Results carrying the credit);
+// its events run on the Worker's dispatcher pool (dispatch.go).
 // Locking: stream.mu may be held while taking Worker.mu, never the reverse.
 type stream struct {
 	w   *Worker
 	srv ferrypb.Processor_ProcessServer
 
-	ctx                context.Context // handler contexts derive from it; cancelled when the stream ends
+	ctx                context.Context // handler contexts take Value/Deadline from it; cancelled when the stream ends
 	cancel             context.CancelFunc
 	wake               chan struct{} // cap 1: the writer has something to do
 	resultsCarryCredit bool          // ferry sent `ferry-results-credit: 1`
 
 	mu              sync.Mutex
-	granted         int64 // credit granted: Ready + Credits
-	received        int64 // events accepted for processing
-	held            int64 // received, credit not yet returned
-	inflight        map[uint64]*entry
-	completed       []*ferrypb.Result // nil: credit only (cancelled / skipped)
-	ending          bool              // peer gone: results are dropped
-	finishRequested bool              // graceful stop: flush, then UNAVAILABLE
+	granted         int64                // credit granted: Ready + Credits
+	received        int64                // events accepted for processing
+	held            int64                // received, credit not yet returned
+	inflight        map[uint64]*eventCtx // by id; duplicates chained by dupNext
+	completed       []completion
+	ending          bool // peer gone: results are dropped
+	finishRequested bool // graceful stop: flush, then UNAVAILABLE
 }
 
 func newStream(w *Worker, srv ferrypb.Processor_ProcessServer) *stream {
@@ -60,7 +69,7 @@ func newStream(w *Worker, srv ferrypb.Processor_ProcessServer) *stream {
 		wake:               make(chan struct{}, 1),
 		resultsCarryCredit: resultsCarryCredit(srv.Context()),
 		granted:            int64(w.opts.MaxInFlight),
-		inflight:           make(map[uint64]*entry),
+		inflight:           make(map[uint64]*eventCtx),
 	}
 }
 
@@ -118,6 +127,11 @@ func (s *stream) end() {
 	s.ending = true
 	s.completed = nil
 	s.held = 0
+	for _, ec := range s.inflight {
+		for ; ec != nil; ec = ec.dupNext {
+			ec.cancel()
+		}
+	}
 	s.mu.Unlock()
 	s.cancel()
 	s.notify()
@@ -152,6 +166,7 @@ func (s *stream) writeLoop() error {
 	ready := &ferrypb.ProcessResponse{Kind: &ferrypb.ProcessResponse_Ready{Ready: &ferrypb.Ready{
 		MaxInFlight: uint32(w.opts.MaxInFlight),
 		WorkerName:  w.opts.Name,
+		MaxRun:      uint32(w.opts.MaxRun),
 	}}}
 	if err := s.srv.Send(ready); err != nil {
 		return err
@@ -187,12 +202,8 @@ func (s *stream) writeLoop() error {
 			return nil
 		}
 		n := min(len(s.completed), w.opts.MaxResultsBatch)
-		var results []*ferrypb.Result
-		for _, r := range s.completed[:n] {
-			if r != nil {
-				results = append(results, r)
-			}
-		}
+		results := toResults(s.completed[:n])
+		clear(s.completed[:n]) // drop the Results' strings
 		s.completed = s.completed[n:]
 		if len(s.completed) == 0 {
 			s.completed = nil
@@ -231,6 +242,35 @@ func (s *stream) writeLoop() error {
 	}
 }
 
+// toResults: the Results of cs, in one allocation.
+func toResults(cs []completion) []*ferrypb.Result {
+	k := 0
+	for i := range cs {
+		if cs[i].status != skipped {
+			k++
+		}
+	}
+	if k == 0 {
+		return nil
+	}
+	slab := make([]ferrypb.Result, k)
+	results := make([]*ferrypb.Result, 0, k)
+	for i := range cs {
+		c := &cs[i]
+		if c.status == skipped {
+			continue
+		}
+		r := &slab[len(results)]
+		if c.status == notAttempted {
+			r.Id, r.Status = c.id, ferrypb.Result_NOT_ATTEMPTED
+		} else {
+			c.res.fill(r, c.id)
+		}
+		results = append(results, r)
+	}
+	return results
+}
+
 func (s *stream) takeEvents(events []*ferrypb.Event) {
 	w := s.w
 	n := int64(len(events))
@@ -239,13 +279,14 @@ func (s *stream) takeEvents(events []*ferrypb.Event) {
 	}
 	w.eventsReceived.Add(n)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.ending || s.finishRequested {
+		s.mu.Unlock()
 		return
 	}
 	w.mu.Lock()
 	if w.draining {
 		w.mu.Unlock()
+		s.mu.Unlock()
 		return // not started: ferry redelivers them when this stream closes
 	}
 	w.running += n
@@ -260,75 +301,97 @@ func (s *stream) takeEvents(events []*ferrypb.Event) {
 	}
 	s.held += n
 	w.updateMaxHeld(s.held)
-	for _, ev := range events {
-		e := s.inflight[ev.GetId()]
-		if e == nil {
-			e = &entry{}
-			s.inflight[ev.GetId()] = e
+	tasks := make([]*eventCtx, 0, len(events))
+	ecs := make([]eventCtx, len(events)) // one allocation for the message
+	var runs []runTail                   // the runs of this message so far
+	for i, ev := range events {
+		ec := &ecs[i]
+		ec.s, ec.ev = s, ev
+		id := ev.GetId()
+		if prev := s.inflight[id]; prev != nil {
+			ec.dupNext = prev
+			if prev.cancelled { // a duplicate of an id cancelled already
+				s.markCancelled(ec)
+			}
 		}
-		e.count++
-		ctx, cancel := context.WithCancel(s.ctx)
-		e.cancels = append(e.cancels, cancel)
-		if e.cancelled { // a duplicate of an id cancelled already
-			cancel()
+		s.inflight[id] = ec
+		if rid := ev.GetRunId(); rid != 0 {
+			if i := findRun(runs, rid); i >= 0 {
+				runs[i].tail.runNext = ec
+				runs[i].tail = ec
+				continue
+			}
+			runs = append(runs, runTail{rid, ec})
 		}
-		go s.runEvent(ctx, cancel, ev, e)
+		tasks = append(tasks, ec)
 	}
+	s.mu.Unlock()
+	w.dispatch.push(tasks)
+}
+
+type runTail struct {
+	id   uint64
+	tail *eventCtx
+}
+
+// findRun: runs are usually contiguous, so the last one is checked first.
+func findRun(runs []runTail, id uint64) int {
+	for i := len(runs) - 1; i >= 0; i-- {
+		if runs[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// markCancelled: under s.mu. IsCancelled is true before the handler sees
+// its ctx done.
+func (s *stream) markCancelled(ec *eventCtx) {
+	ec.cancelled = true
+	s.w.mu.Lock()
+	s.w.cancelled[ec.ev.GetId()]++
+	s.w.mu.Unlock()
+	ec.cancel()
 }
 
 func (s *stream) cancelIDs(ids []uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var marked []*entry
-	var markedIDs []uint64
 	for _, id := range ids {
-		e := s.inflight[id]
-		if e == nil || e.cancelled {
-			continue // finished already, or unknown
-		}
-		e.cancelled = true
-		marked = append(marked, e)
-		markedIDs = append(markedIDs, id)
-	}
-	if len(marked) == 0 {
-		return
-	}
-	// IsCancelled is true before any handler sees its ctx done.
-	s.w.mu.Lock()
-	for _, id := range markedIDs {
-		s.w.cancelled[id]++
-	}
-	s.w.mu.Unlock()
-	for _, e := range marked {
-		for _, c := range e.cancels {
-			c()
+		for ec := s.inflight[id]; ec != nil; ec = ec.dupNext {
+			if !ec.cancelled {
+				s.markCancelled(ec)
+			}
 		}
 	}
 }
 
-func (s *stream) runEvent(ctx context.Context, cancel context.CancelFunc, ev *ferrypb.Event, e *entry) {
-	res, ran := s.w.call(ctx, ev)
-	cancel()
-	s.complete(ev.GetId(), res, ran, e)
-}
-
-func (s *stream) complete(id uint64, res Result, ran bool, e *entry) {
+func (s *stream) complete(ec *eventCtx, c completion) {
 	w := s.w
+	id := ec.ev.GetId()
+	c.id = id
 	s.mu.Lock()
-	e.count--
-	cancelled := e.cancelled
-	uncancel := false
-	if e.count == 0 {
-		if s.inflight[id] == e {
+	// Unlink ec from its id's chain.
+	if head := s.inflight[id]; head == ec {
+		if ec.dupNext == nil {
 			delete(s.inflight, id)
+		} else {
+			s.inflight[id] = ec.dupNext
 		}
-		uncancel = cancelled
+	} else {
+		for p := head; p != nil; p = p.dupNext {
+			if p.dupNext == ec {
+				p.dupNext = ec.dupNext
+				break
+			}
+		}
 	}
+	cancelled := ec.cancelled
 	// Under s.mu: Stop sees running == 0 only with this result queued, and
 	// IsCancelled forgets the id before the credit is sent.
 	w.mu.Lock()
 	w.running--
-	if uncancel {
+	if cancelled {
 		if w.cancelled[id]--; w.cancelled[id] <= 0 {
 			delete(w.cancelled, id)
 		}
@@ -342,11 +405,10 @@ func (s *stream) complete(id uint64, res Result, ran bool, e *entry) {
 		s.mu.Unlock()
 		return
 	}
-	var r *ferrypb.Result
-	if ran && !cancelled {
-		r = res.toProto(id)
+	if cancelled {
+		c = completion{id: id, status: skipped}
 	}
-	s.completed = append(s.completed, r)
+	s.completed = append(s.completed, c)
 	s.mu.Unlock()
 	s.notify()
 }

@@ -24,18 +24,33 @@
 //	w.GracefulStop(20 * time.Second)
 //
 // Handler contract:
-//   - Handlers run on their own goroutines, several at once (also events of
-//     one stream message), so they must be safe for concurrent use. ferry
-//     keeps per-key order by not sending a key's next event before the
-//     previous one's result.
+//   - Handlers run on a pool of Options.Concurrency goroutines, several at
+//     once (also events of one stream message), so they must be safe for
+//     concurrent use. ferry keeps per-key order by not sending a key's next
+//     event before the previous one's result, or by sending them as a run.
 //   - ctx is cancelled when ferry cancels the event (Cancel{ids}: its result
 //     is then dropped) and when its stream ends. Events cancelled before
 //     they start are skipped.
 //   - A panic is recovered and reported as FAIL with the panic value; the
 //     stream goes on.
 //   - The *ferrypb.Event is the handler's to keep: the SDK does not reuse it.
+//     Its Key, Payload and header values share one buffer with the other
+//     events of its Events message (one copy instead of one per field), so
+//     keeping one keeps that message's bytes alive; unknown fields of a newer
+//     ferry are dropped.
 //   - Handlers should return soon after ctx is done; Stop waits for running
 //     handlers (up to its grace).
+//
+// Runs (proto/ferry/v1/processor.proto, "Runs"): the Worker announces
+// Options.MaxRun in Ready.max_run, and ferry may then send consecutive
+// events of one ordering lane in one message, sharing a non-zero
+// Event.RunId. The Worker hands a run's members to the handler one at a
+// time, in message order, on one goroutine: the next starts only after the
+// previous returned OK. After a member that did not end OK (Retry, Fail, a
+// panic, a Cancel, its stream ending) or once Stop has begun, the rest of the
+// run is answered NOT_ATTEMPTED without calling the handler, and ferry
+// delivers them again later without counting an attempt. Events with
+// RunId 0 are handled independently, as always.
 package ferry
 
 import (
@@ -74,6 +89,12 @@ type Options struct {
 	MaxInFlight int
 	// Concurrency is the most handlers running at once, over all streams. Default 8.
 	Concurrency int
+	// MaxRun is the longest run this worker takes (Ready.max_run): ferry
+	// may then send up to MaxRun consecutive events of one ordering lane in
+	// one message, which the Worker handles one at a time, in order (see
+	// "Runs" in the package documentation). 0 means the default, 64; 1 turns
+	// runs off. At most 2^31-1.
+	MaxRun int
 	// MaxResultsBatch is the most results put in one Results message. Default 256.
 	MaxResultsBatch int
 	// Logger receives the SDK's logs (nothing per event at Info). Default slog.Default().
@@ -90,12 +111,13 @@ var ErrStopped = errors.New("ferry: worker stopped")
 
 // Worker serves ferry's Processor streams. Its methods are safe for concurrent use.
 type Worker struct {
-	handler Handler
-	opts    Options
-	err     error // invalid options, reported by Serve
-	log     *slog.Logger
-	sem     chan struct{}
-	server  *grpc.Server
+	handler  Handler
+	opts     Options
+	err      error // invalid options, reported by Serve
+	log      *slog.Logger
+	server   *grpc.Server
+	dispatch dispatcher // runs the handlers: Concurrency goroutines
+	poolOnce sync.Once
 
 	eventsReceived   atomic.Int64
 	maxHeld          atomic.Int64
@@ -131,11 +153,16 @@ func NewWorker(h Handler, opts Options) *Worker {
 		w.err = fmt.Errorf("ferry: Options.MaxInFlight %d out of range 1 .. 2^31-1", opts.MaxInFlight)
 	case opts.Concurrency < 0:
 		w.err = fmt.Errorf("ferry: Options.Concurrency %d must be >= 1", opts.Concurrency)
+	case opts.MaxRun < 0 || opts.MaxRun > math.MaxInt32:
+		w.err = fmt.Errorf("ferry: Options.MaxRun %d out of range 1 .. 2^31-1", opts.MaxRun)
 	case opts.MaxResultsBatch < 0:
 		w.err = fmt.Errorf("ferry: Options.MaxResultsBatch %d must be >= 1", opts.MaxResultsBatch)
 	}
 	if opts.MaxInFlight == 0 {
 		opts.MaxInFlight = 64
+	}
+	if opts.MaxRun <= 0 {
+		opts.MaxRun = 64
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
@@ -157,9 +184,9 @@ func NewWorker(h Handler, opts Options) *Worker {
 	}
 	w.opts = opts
 	w.log = opts.Logger.With("component", "ferry-worker", "worker", opts.Name)
-	w.sem = make(chan struct{}, opts.Concurrency)
 	serverOpts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(math.MaxInt32), // ferry bounds its batches by its own byte budget
+		grpc.MaxRecvMsgSize(math.MaxInt32),  // ferry bounds its batches by its own byte budget
+		grpc.ForceServerCodecV2(newCodec()), // Events decoded by hand (codec.go)
 		// ferry pings every processors[].keepalive.interval (at least 1s) to
 		// notice a vanished worker; grpc-go's default (5 min) would answer
 		// with GOAWAY too_many_pings. Half of ferry's 1s floor: the server
@@ -190,8 +217,11 @@ func (w *Worker) Serve(lis net.Listener) error {
 		lis.Close()
 		return ErrStopped
 	}
+	w.poolOnce.Do(func() {
+		w.dispatch.start(w.opts.Concurrency, func(ec *eventCtx) { ec.s.runTask(ec) })
+	})
 	w.log.Info("ferry worker serving", "addr", lis.Addr().String(),
-		"max_in_flight", w.opts.MaxInFlight, "concurrency", w.opts.Concurrency)
+		"max_in_flight", w.opts.MaxInFlight, "concurrency", w.opts.Concurrency, "max_run", w.opts.MaxRun)
 	err := w.server.Serve(lis)
 	if w.stopping.Load() {
 		<-w.stopDone
@@ -304,6 +334,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 		w.server.Stop()
 		<-done
 	}
+	// No stream is left to queue events; the pool ends once the handlers
+	// still running (past the grace) return.
+	w.dispatch.close()
 	w.log.Info("ferry worker stopped")
 	return err
 }
@@ -349,26 +382,20 @@ func (w *Worker) updateMaxHeld(held int64) {
 	}
 }
 
-// call runs the handler for one event, bounded by the concurrency limit. ran
-// is false if the event was cancelled (or its stream ended) before it started.
-func (w *Worker) call(ctx context.Context, ev *ferrypb.Event) (res Result, ran bool) {
-	select {
-	case w.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Result{}, false
-	}
-	defer func() { <-w.sem }()
-	if ctx.Err() != nil {
+// call runs the handler for one event on a dispatcher goroutine. ran is
+// false if the event was cancelled (or its stream ended) before it started.
+func (w *Worker) call(ec *eventCtx) (res Result, ran bool) {
+	if ec.Err() != nil {
 		return Result{}, false
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			w.log.Error("ferry handler panicked", "event_id", ev.GetId(), "panic", p,
+			w.log.Error("ferry handler panicked", "event_id", ec.ev.GetId(), "panic", p,
 				"stack", string(debug.Stack()))
 			res, ran = Fail(fmt.Sprintf("panic: %v", p)), true
 		}
 	}()
-	return w.handler(ctx, ev), true
+	return w.handler(ec, ec.ev), true
 }
 
 type service struct {

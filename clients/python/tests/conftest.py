@@ -22,7 +22,10 @@ class StreamEnded(Exception):
         self.details = details
 
 
-def events_request(ids: Sequence[int], payloads: Sequence[bytes] = ()) -> pb.ProcessRequest:
+def events_request(
+    ids: Sequence[int], payloads: Sequence[bytes] = (), run_ids: Sequence[int] = ()
+) -> pb.ProcessRequest:
+    """One Events message; ``run_ids[i]`` (if given) is event i's Event.run_id."""
     req = pb.ProcessRequest()
     for i, event_id in enumerate(ids):
         e = req.events.events.add()
@@ -30,6 +33,8 @@ def events_request(ids: Sequence[int], payloads: Sequence[bytes] = ()) -> pb.Pro
         e.key = f"k{event_id}".encode()
         e.payload = payloads[i] if i < len(payloads) else b"p"
         e.attempt = 1
+        if i < len(run_ids):
+            e.run_id = run_ids[i]
     return req
 
 
@@ -96,8 +101,10 @@ class Client:
     def send(self, req: pb.ProcessRequest) -> None:
         self._requests.put(req)
 
-    def send_events(self, ids: Sequence[int], payloads: Sequence[bytes] = ()) -> None:
-        self.send(events_request(ids, payloads))
+    def send_events(
+        self, ids: Sequence[int], payloads: Sequence[bytes] = (), run_ids: Sequence[int] = ()
+    ) -> None:
+        self.send(events_request(ids, payloads, run_ids))
 
     def send_cancel(self, ids: Iterable[int]) -> None:
         self.send(pb.ProcessRequest(cancel=pb.Cancel(ids=list(ids))))

@@ -125,3 +125,57 @@ def test_hello_is_short():
 
     with open(hello.__file__) as f:
         assert len(f.read().splitlines()) <= 20
+
+
+def _start_example(tmp_path, *flags):
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ferry_worker.examples.worker", "--listen", "127.0.0.1:0",
+         "--port_file", str(port_file), *flags],
+        env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    return proc, int(_wait_for_file(str(port_file), proc))
+
+
+def test_example_worker_batch_throw_every_fails_exactly_those_events(tmp_path):
+    record = tmp_path / "record.tsv"
+    proc, port = _start_example(tmp_path, "--throw_every=3", "--max_run=8", "--max_in_flight=16",
+                                "--record", str(record))
+    try:
+        c = Client(port)
+        assert c.read_ready().max_run == 8
+        c.send_events([1, 2, 3, 4, 5, 6], [b"0", b"1", b"2", b"3", b"4", b"5"])
+        c.read_credit(6)
+        status = {i: r.status for i, r in c.results.items()}
+        assert status == {1: 1, 2: 1, 3: 3, 4: 1, 5: 1, 6: 3}  # payloads 2 and 5 threw
+        assert c.results[3].message == "injected: throw every 3"
+        # A run: the thrown member ends it; the next member is not attempted.
+        c.send_events([7, 8, 9, 10], [b"0", b"1", b"2", b"3"], [4, 4, 4, 4])
+        c.read_credit(4)
+        assert [c.results[i].status for i in (7, 8, 9, 10)] == [1, 1, 3, 4]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+        c.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    answers = [ln.split(b"\t")[5] for ln in record.read_bytes().splitlines()]
+    assert sorted(answers) == [b"FAIL"] * 3 + [b"OK"] * 6  # event 10 never reached the handler
+
+
+def test_example_worker_per_event_form(tmp_path):
+    proc, port = _start_example(tmp_path, "--per_event", "--fail_every=2", "--max_run=0")
+    try:
+        c = Client(port)
+        assert c.read_ready().max_run == 0
+        c.send_events([1, 2], [b"0", b"1"])
+        c.read_credit(2)
+        assert (c.results[1].status, c.results[2].status) == (1, 3)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+        c.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -58,7 +58,7 @@ func TestExampleWorkerFlagsRecordStatsAndSigterm(t *testing.T) {
 	dir := t.TempDir()
 	portFile, record, stats := filepath.Join(dir, "port"), filepath.Join(dir, "record.tsv"), filepath.Join(dir, "stats")
 	cmd, stdout := startChild(t, "--listen", "127.0.0.1:0", "--max_in_flight=5", "--name", "ex-1",
-		"--port_file", portFile, "--record", record, "--stats", stats, "--work_us", "100", "--handler_threads", "2")
+		"--port_file", portFile, "--record", record, "--stats", stats, "--work_us", "100", "--handler_threads", "2", "--max_run=3")
 	port, err := strconv.Atoi(waitFile(t, portFile))
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestExampleWorkerFlagsRecordStatsAndSigterm(t *testing.T) {
 
 	stream := childtest.Process(t, fmt.Sprintf("127.0.0.1:%d", port))
 	m, err := stream.Recv()
-	if err != nil || m.GetReady().GetMaxInFlight() != 5 || m.GetReady().GetWorkerName() != "ex-1" {
+	if err != nil || m.GetReady().GetMaxInFlight() != 5 || m.GetReady().GetWorkerName() != "ex-1" || m.GetReady().GetMaxRun() != 3 {
 		t.Fatalf("ready: %v %v", m, err)
 	}
 	before := monotonicNanos()
@@ -135,5 +135,51 @@ func TestExampleWorkerBadListenAddressExits1(t *testing.T) {
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Errorf("exit: %v", err)
+	}
+}
+
+// By default the worker takes runs of up to 64 (the SDK's default); a run
+// member's injected FAIL leaves the rest NOT_ATTEMPTED, unrecorded.
+func TestExampleWorkerRunsByDefault(t *testing.T) {
+	dir := t.TempDir()
+	portFile, record := filepath.Join(dir, "port"), filepath.Join(dir, "record.tsv")
+	cmd, _ := startChild(t, "--listen", "127.0.0.1:0", "--port_file", portFile, "--record", record,
+		"--fail_every=2")
+	stream := childtest.Process(t, "127.0.0.1:"+waitFile(t, portFile))
+	m, err := stream.Recv()
+	if err != nil || m.GetReady().GetMaxRun() != 64 {
+		t.Fatalf("ready: %v %v", m, err)
+	}
+	var evs []*ferrypb.Event
+	for i := range 4 { // payload 1 FAILs ((1+1) % 2 == 0)
+		evs = append(evs, &ferrypb.Event{Id: uint64(i + 1), Key: []byte("k"), Payload: []byte(strconv.Itoa(i)),
+			Offset: int64(i), Attempt: 1, RunId: 7})
+	}
+	childtest.SendEvents(t, stream, evs)
+	got := map[uint64]ferrypb.Result_Status{}
+	for len(got) < 4 {
+		m, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range m.GetResults().GetResults() {
+			got[r.GetId()] = r.GetStatus()
+		}
+	}
+	want := map[uint64]ferrypb.Result_Status{1: ferrypb.Result_OK, 2: ferrypb.Result_FAIL,
+		3: ferrypb.Result_NOT_ATTEMPTED, 4: ferrypb.Result_NOT_ATTEMPTED}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("results %v, want %v", got, want)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	raw, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(raw), "\n"); lines != 2 || !strings.Contains(string(raw), "\tFAIL\n") {
+		t.Errorf("record %q: want the OK and the FAIL only", raw)
 	}
 }

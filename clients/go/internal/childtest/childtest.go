@@ -32,7 +32,7 @@ func Main(m *testing.M, env string, child func() int) {
 // Command is the test binary run as the child with `args`; the caller sets
 // its pipes and starts it. A child still running when the test ends is
 // killed.
-func Command(t *testing.T, env string, args ...string) *exec.Cmd {
+func Command(t testing.TB, env string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), env+"=1")
@@ -64,7 +64,7 @@ func Process(t *testing.T, addr string) ferrypb.Processor_ProcessClient {
 }
 
 // SendEvents sends `events` in one Events message.
-func SendEvents(t *testing.T, stream ferrypb.Processor_ProcessClient, events []*ferrypb.Event) {
+func SendEvents(t testing.TB, stream ferrypb.Processor_ProcessClient, events []*ferrypb.Event) {
 	t.Helper()
 	req := &ferrypb.ProcessRequest{Kind: &ferrypb.ProcessRequest_Events{Events: &ferrypb.Events{Events: events}}}
 	if err := stream.Send(req); err != nil {

@@ -16,18 +16,23 @@ and stops gracefully.
     worker = ferry_worker.Worker(handle, max_in_flight=64, concurrency=8, name="billing")
     worker.serve("0.0.0.0:50051")           # until SIGTERM/SIGINT, then a graceful stop
 
+``Worker(handle_batch, batch=True)`` takes ``handle_batch(events) -> results``
+(one Result per event, in order) instead: the fast form, one handler call per
+received message (see ``_batch.py`` for how runs are split into waves).
 ``ferry_worker.aio.Worker`` is the asyncio form (``async def handle(event)``).
 """
 
 import logging
 
-from ferry_worker._core import Context
+from ferry_worker._batch import BatchContext
+from ferry_worker._context import Context
 from ferry_worker._result import Result, Status, fail, ok, retry
 from ferry_worker.v1.processor_pb2 import Event, Header
 from ferry_worker.worker import Worker
 from ferry_worker import aio  # noqa: E402  (after Worker: aio imports the same core)
 
 __all__ = [
+    "BatchContext",
     "Context",
     "Event",
     "Header",

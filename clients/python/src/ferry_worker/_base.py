@@ -15,7 +15,7 @@ from ferry_worker._core import _Core
 class _WorkerBase:
     """Builds the ``_Core`` from ``handler`` and the keyword options of
     :class:`ferry_worker.Worker` (``max_in_flight``, ``concurrency``, ``name``,
-    ``max_results_batch``, ``logger``; ``_Core`` checks them) and reports its state."""
+    ``max_results_batch``, ``logger``, ``batch``, ``max_run``; ``_Core`` checks them) and reports its state."""
 
     def __init__(self, handler: Callable, **options):
         self._core = _Core(handler, **options)

@@ -18,6 +18,9 @@ class Status(enum.IntEnum):
     OK = pb.Result.OK
     RETRY = pb.Result.RETRY
     FAIL = pb.Result.FAIL
+    # Set by the SDK only: a run member not handed to the handler because an
+    # earlier member of its run did not end OK (see "Runs" in processor.proto).
+    NOT_ATTEMPTED = pb.Result.NOT_ATTEMPTED
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,19 @@ class Result:
         return min(-(-micros // 1000), _MAX_U32) if micros > 0 else 1
 
     def to_proto(self, event_id: int) -> pb.Result:
-        r = pb.Result(id=event_id, status=int(self.status))
+        r = pb.Result()
+        self.fill(r, event_id)
+        return r
+
+    def fill(self, r: pb.Result, event_id: int) -> None:
+        """Sets ``r`` (e.g. a fresh ``Results.results.add()``) to this result
+        for ``event_id``: no intermediate message on the per-event path."""
+        r.id = event_id
+        r.status = self.status
         if self.message:
             r.message = self.message
         if self.status == Status.RETRY:
             r.retry_after_ms = self.retry_after_ms
-        return r
 
 
 _OK = Result(Status.OK)

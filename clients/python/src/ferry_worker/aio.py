@@ -13,7 +13,8 @@ Handlers run as tasks on the caller's event loop, at most ``concurrency`` at
 a time. ferry's Cancel{ids} cancels the handler's task (CancelledError at its
 next await), and so does the end of its stream; no result is sent for it. A
 plain ``def`` handler is accepted too and runs on a thread pool of
-``concurrency`` threads.
+``concurrency`` threads. ``batch=True`` takes ``async def handle(events)``
+returning one Result per event (one task per received message, not per event).
 """
 
 from __future__ import annotations

@@ -23,6 +23,13 @@ class Worker(_WorkerBase):
       events ferry may have outstanding on one stream.
     * ``name``: sent in Ready.worker_name (default: the host name).
     * ``max_results_batch``: the most results put in one Results message.
+    * ``batch``: True for the batch form, ``handler(events) -> [Result, ...]``
+      (or ``handler(events, ctx)`` with a :class:`ferry_worker.BatchContext`):
+      one call per received message (per wave of runs; see ``_batch.py``),
+      no thread hand-off per event.
+    * ``max_run``: Ready.max_run, the most events of one run (default 64; 0 or
+      1: no runs). A run's events are handled one at a time, in order; after
+      one that did not end OK the rest are answered NOT_ATTEMPTED unhandled.
     * ``logger``: where the SDK logs (default ``logging.getLogger("ferry_worker")``;
       nothing is logged per event at INFO).
 

@@ -7,6 +7,10 @@ clients/cpp/examples/example_worker.cc).
   --listen ADDR        address to serve on (default 127.0.0.1:50051; port 0 = any)
   --max_in_flight N    credit per stream (default 64)
   --concurrency N      handler threads (default 4; --handler_threads is an alias)
+  --max_run N          the most events of one run (Ready.max_run; default: the SDK's, 64;
+                       0 or 1: no runs)
+  --per_event          use the per-event handler form (default: the batch form, one
+                       handler call per received message)
   --name NAME          worker name sent in Ready (default: host name)
   --work_us N          simulated work per event, microseconds (default 0)
   --record FILE        append "<key>\\t<payload>\\t<CLOCK_MONOTONIC ns at handler start>\\t
@@ -26,6 +30,8 @@ Fault injection, for failure and conformance tests (all off by default):
   --stall_ms MS        how long a stall holds the event (default 2000); it ends early when
                        ferry cancels the event (ctx.wait), and the handler then answers FAIL
                        (which the SDK drops)
+In the batch form the handler catches per event, so --throw_every still answers FAIL for
+exactly those events (and ends their runs: later members come back NOT_ATTEMPTED).
   --seed S             seed of the random choices
 SIGTERM / SIGINT: graceful stop with a 5 s grace, then exit 0.
 """
@@ -105,8 +111,16 @@ class Faults:
         self._random = random.Random(args.seed)
         self._lock = threading.Lock()
 
-    def decide(self, event, ctx):
-        """(result or None to process normally, raise_it)."""
+        self.any = bool(
+            self.retry_attempts > 0 or self.fail_every > 0 or self.throw_every > 0
+            or self.fail_rate > 0 or self.retry_rate > 0 or self.stall_rate > 0
+        )
+
+    def decide(self, event, wait):
+        """(result or None to process normally, raise_it). ``wait(seconds)``
+        sleeps and returns True early when ferry cancels the event."""
+        if not self.any:
+            return None, False
         if self.retry_attempts > 0 and event.attempt < self.retry_attempts:
             return ferry_worker.retry(f"injected: retry until attempt {self.retry_attempts}"), False
         try:
@@ -120,7 +134,7 @@ class Faults:
         with self._lock:
             roll = self._random.random()
             stall = self._random.random() < self.stall_rate
-        if stall and ctx.wait(self.stall_s):  # True: ferry cancelled it (or the stream ended)
+        if stall and wait(self.stall_s):  # True: ferry cancelled it (or the stream ended)
             return ferry_worker.fail("cancelled by ferry"), False
         if roll < self.fail_rate:
             return ferry_worker.fail("injected: random failure"), False
@@ -130,6 +144,7 @@ class Faults:
 
 
 _ANSWERS = {ferry_worker.Status.OK: "OK", ferry_worker.Status.RETRY: "RETRY", ferry_worker.Status.FAIL: "FAIL"}
+_DEFAULT_MAX_RUN = 64  # ferry_worker.Worker's default
 
 
 def write_file_atomically(path: str, content: str) -> None:
@@ -152,6 +167,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max_in_flight", type=int, default=64, help="credit per stream")
     p.add_argument("--concurrency", "--handler_threads", dest="concurrency", type=int, default=4,
                    help="threads running the handler")
+    p.add_argument("--max_run", type=int, default=_DEFAULT_MAX_RUN,
+                   help="most events of one run (Ready.max_run); 0 or 1: no runs")
+    p.add_argument("--per_event", action="store_true",
+                   help="per-event handler form instead of the batch form")
     p.add_argument("--name", default="", help="worker name reported to ferry (default: host name)")
     p.add_argument("--record", default="", help="append one line per handled event to this file")
     p.add_argument("--stats", default="", help="write counters to this file on shutdown")
@@ -172,6 +191,57 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--stall_ms", type=int, default=2000, help="how long a stalled event is held")
     p.add_argument("--seed", type=int, default=1, help="seed of the random fault choices")
     return p.parse_args(argv)
+
+
+class Processor:
+    """The handlers, in both forms, and what they count. This is the part to copy."""
+
+    def __init__(self, args: argparse.Namespace, recorder):
+        self.work_s = args.work_us / 1e6
+        self.faults = Faults(args)
+        self.recorder = recorder
+        self.ok = ferry_worker.ok()
+        # Asking about Cancel per event costs a lock; only --stats reports it.
+        self.cancel_aware = bool(args.stats)
+        self.cancelled_runs = 0  # handler runs that saw their event cancelled
+        self.cancelled_lock = threading.Lock()
+        self.worker = None  # set before it starts; handlers ask it about Cancel
+
+    def handle(self, event, wait):
+        start_ns = time.monotonic_ns()  # CLOCK_MONOTONIC
+        # Real work goes here. Return ferry_worker.retry("why") to be called again later
+        # or ferry_worker.fail("why") to dead-letter the event; an exception counts as
+        # fail. wait(s) sleeps and says when ferry gave up on the event.
+        if self.work_s > 0:
+            time.sleep(self.work_s)
+        result, raise_it = self.faults.decide(event, wait)
+        if result is None:
+            result = self.ok
+        if self.cancel_aware and self.worker.is_cancelled(event.id):
+            with self.cancelled_lock:
+                self.cancelled_runs += 1
+        if self.recorder is not None:
+            self.recorder.record(event, start_ns, _ANSWERS[result.status])
+        if raise_it:
+            raise InjectedError(result.message)
+        return result
+
+    def handle_batch(self, events, ctx):
+        # One call per received message (or per wave of runs; see the SDK's
+        # README): one Result per event, in order. Catching per event keeps
+        # one bad event from failing the others.
+        # (An event ferry cancelled while earlier ones ran still goes through
+        # handle(): it is recorded, and a stall on it ends at once.)
+        results = []
+        for event in events:
+            try:
+                results.append(self.handle(event, lambda s, i=event.id: ctx.wait(i, s)))
+            except Exception as exc:  # noqa: BLE001 - one event's failure, not the batch's
+                results.append(ferry_worker.fail(str(exc) or type(exc).__name__))
+        return results
+
+    def handle_one(self, event, ctx):
+        return self.handle(event, ctx.wait)
 
 
 def main(argv=None) -> int:
@@ -195,35 +265,12 @@ def main(argv=None) -> int:
     except OSError as exc:
         print(f"example_worker: cannot open --record {args.record}: {exc}", file=sys.stderr)
         return 1
-    work_s = args.work_us / 1e6
-    faults = Faults(args)
-    cancelled_runs = [0]  # handler runs that saw their event cancelled
-    cancelled_lock = threading.Lock()
-    worker = None  # set before it starts; handlers ask it about Cancel
-
-    # ---- The processor. This is the part to copy. ----
-    def handle(event, ctx):
-        start_ns = time.monotonic_ns()  # CLOCK_MONOTONIC
-        # Real work goes here. Return ferry_worker.retry("why") to be called again later
-        # or ferry_worker.fail("why") to dead-letter the event; an exception counts as
-        # fail. ctx.cancelled() / ctx.wait(s) tell when ferry gave up on it.
-        if work_s > 0:
-            time.sleep(work_s)
-        result, raise_it = faults.decide(event, ctx)
-        if result is None:
-            result = ferry_worker.ok()
-        if worker.is_cancelled(event.id):
-            with cancelled_lock:
-                cancelled_runs[0] += 1
-        if recorder is not None:
-            recorder.record(event, start_ns, _ANSWERS[result.status])
-        if raise_it:
-            raise InjectedError(result.message)
-        return result
-
+    processor = Processor(args, recorder)
     try:
-        worker = ferry_worker.Worker(
-            handle,
+        worker = processor.worker = ferry_worker.Worker(
+            processor.handle_one if args.per_event else processor.handle_batch,
+            batch=not args.per_event,
+            max_run=args.max_run,
             max_in_flight=args.max_in_flight,
             concurrency=args.concurrency,
             name=args.name or None,
@@ -253,7 +300,7 @@ def main(argv=None) -> int:
             f"events_received={worker.events_received}\n"
             f"max_held={worker.max_held}\n"
             f"credit_violations={worker.credit_violations}\n"
-            f"cancelled={cancelled_runs[0]}\n"
+            f"cancelled={processor.cancelled_runs}\n"
         )
         try:
             write_file_atomically(args.stats, stats)
