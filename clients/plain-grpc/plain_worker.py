@@ -22,11 +22,17 @@ The whole protocol, as this worker speaks it (see README.md):
      start events that arrive from now on, finish and answer the events
      already taken (up to a grace), then end every stream with UNAVAILABLE:
      ferry redelivers what it did not get a result for.
+  6. Runs (--max_run N > 1, sent in Ready.max_run): events of one Events
+     message sharing a non-zero run_id are a run, consecutive events of one
+     key. We handle a run's events one at a time, in message order, on one
+     pool thread; once one does not end OK (RETRY, FAIL, an error, a cancel,
+     a graceful stop) every later one is answered NOT_ATTEMPTED unhandled
+     (no result for one ferry cancelled), and ferry delivers those again.
 
 It takes the flags of clients/cpp/examples/example_worker.cc (tests/conformance
 runs all example workers with the same flags):
   --listen ADDR, --max_in_flight N, --handler_threads N (alias --concurrency),
-  --name NAME, --work_us N, --record FILE, --record_flush, --stats FILE,
+  --name NAME, --max_run N, --work_us N, --record FILE, --record_flush, --stats FILE,
   --port_file FILE, and the fault flags --retry_attempts K, --fail_every N,
   --throw_every N, --fail_rate P, --retry_rate P, --stall_rate P, --stall_ms MS,
   --seed S. See `--help`.
@@ -48,7 +54,8 @@ import grpc
 import processor_pb2 as pb
 import processor_pb2_grpc as pb_grpc
 
-_ANSWERS = {pb.Result.OK: b"OK", pb.Result.RETRY: b"RETRY", pb.Result.FAIL: b"FAIL"}
+_ANSWERS = {pb.Result.OK: b"OK", pb.Result.RETRY: b"RETRY", pb.Result.FAIL: b"FAIL",
+            pb.Result.NOT_ATTEMPTED: b"NOT_ATTEMPTED"}
 
 
 def _escape(data: bytes) -> bytes:
@@ -137,6 +144,7 @@ class Worker(pb_grpc.ProcessorServicer):
 
     def __init__(self, args, handler):
         self.max_in_flight = args.max_in_flight
+        self.max_run = args.max_run
         self.name = args.name
         self.handler = handler
         self.pool = futures.ThreadPoolExecutor(max_workers=args.handler_threads,
@@ -148,6 +156,8 @@ class Worker(pb_grpc.ProcessorServicer):
         self.max_held = 0
         self.credit_violations = 0
         self.cancelled = 0  # events whose Cancel arrived while running or before they started
+        self.run_events = 0  # events received as members of a run
+        self.not_attempted = 0  # run members answered NOT_ATTEMPTED
 
     def stop(self, grace: float) -> None:
         """Graceful stop: streams finish what is running, send it, then end."""
@@ -208,7 +218,8 @@ class _Stream:
         # 1. Ready: the first message, and the initial credit.
         self.granted = self.w.max_in_flight
         yield pb.ProcessResponse(ready=pb.Ready(max_in_flight=self.w.max_in_flight,
-                                                worker_name=self.w.name))
+                                                worker_name=self.w.name,
+                                                max_run=max(0, self.w.max_run)))
         threading.Thread(target=self._read, args=(request_iterator,), daemon=True,
                          name="stream-reader").start()
         while self.context.is_active():
@@ -290,15 +301,47 @@ class _Stream:
                   file=sys.stderr, flush=True)
         if stopping:
             return  # 5. not started: no result, ferry redelivers them when the stream ends
+        # 6. A run's members (same non-zero run_id) run in order on one pool thread.
+        runs = {}
         for e in events:
-            w.pool.submit(self._run_one, e.id)
+            if e.run_id == 0:
+                w.pool.submit(self._run_one, e.id)
+            else:
+                runs.setdefault(e.run_id, []).append(e.id)
+        if runs:
+            with w.lock:
+                w.run_events += sum(len(ids) for ids in runs.values())
+        for ids in runs.values():  # whole: a pool thread must not see a run still filling
+            w.pool.submit(self._run_run, ids)
 
-    def _run_one(self, event_id: int) -> None:
-        """On a pool thread: the handler for one event; its Result goes to `done`."""
+    def _run_run(self, ids) -> None:
+        """On a pool thread: a run's events in order; after one that did not end OK
+        (or once stopping) the rest are answered NOT_ATTEMPTED without running."""
+        went_ok = True
+        for event_id in ids:
+            if went_ok and not self.w.stopping:
+                went_ok = self._run_one(event_id) == pb.Result.OK
+                continue
+            went_ok = False
+            with self.lock:
+                f = self.inflight.get(event_id)
+            if f is None:
+                continue
+            result = None  # cancelled by ferry: no result, like any cancelled event
+            if not f.cancelled.is_set():
+                result = pb.Result(id=event_id, status=pb.Result.NOT_ATTEMPTED,
+                                   message="an earlier event of its run did not end OK")
+                with self.w.lock:
+                    self.w.not_attempted += 1
+            self.done.put((event_id, result))
+
+    def _run_one(self, event_id: int):
+        """On a pool thread: the handler for one event; its Result goes to `done`.
+        Returns the status answered (None: none, the event was cancelled)."""
         with self.lock:
             f = self.inflight.get(event_id)
             if f is None:
-                return
+                return None
             f.started = not f.cancelled.is_set()  # 4. cancelled before it started: skipped
         result = None
         if f.started:
@@ -312,6 +355,7 @@ class _Stream:
             with self.w.lock:
                 self.w.cancelled += 1
         self.done.put((event_id, result))
+        return None if result is None else result.status
 
     def _cancel(self, ids) -> None:
         # 4. No result for these; running handlers are told, the others skipped.
@@ -341,6 +385,8 @@ def parse_args(argv=None):
     p.add_argument("--handler_threads", "--concurrency", dest="handler_threads", type=int,
                    default=4, help="threads running the handler")
     p.add_argument("--name", default=socket.gethostname(), help="worker name sent in Ready")
+    p.add_argument("--max_run", type=int, default=0,
+                   help="most events of one key per run, sent in Ready.max_run (0 = no runs)")
     p.add_argument("--work_us", type=int, default=0, help="simulated work per event, microseconds")
     p.add_argument("--record", default="", help="append one line per handler run to this file")
     p.add_argument("--record_flush", action="store_true",
@@ -402,7 +448,9 @@ def main(argv=None) -> int:
             f"events_received={worker.events_received}\n"
             f"max_held={worker.max_held}\n"
             f"credit_violations={worker.credit_violations}\n"
-            f"cancelled={worker.cancelled}\n"))
+            f"cancelled={worker.cancelled}\n"
+            f"run_events={worker.run_events}\n"
+            f"not_attempted={worker.not_attempted}\n"))
     return 0
 
 

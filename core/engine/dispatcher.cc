@@ -96,20 +96,36 @@ void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time
     if (next >= candidates.size()) next = 0;
     const int64_t stream_id = candidates[next];
     StreamTable::Entry& stream = *parts.streams.Find(stream_id);
+    Batches::Batch* batch = &batches.For(stream_id, stream.stream);
     // An event redelivered after a lost stream travels alone
     // (core/engine/redelivery.h).
     const bool alone = taken->strikes > 0;
-    const v1::Event& event = StartDelivery(parts, std::move(*taken), stream_id, stream, now);
-    const size_t event_size = event.ByteSizeLong();
-    Batches::Batch* batch = &batches.For(stream_id, stream.stream);
-    if (alone || static_cast<int64_t>(batch->events.bytes.size() + event_size) + kEventFraming >
-                     processor_config.max_batch_bytes) {
-      batches.Flush(*batch);
+    const int64_t longest = RunLength(stream.max_run, stream.credit, cap - stream.in_flight,
+                                      processor_config.max_batch);
+    bool sent_as_run = false;
+    if (!alone && longest > 1 && taken->lane >= 0) {
+      const int64_t run_bytes =
+          GatherRun(parts, std::move(*taken), longest, processor_config.max_batch_bytes);
+      sent_as_run = run_scratch_.size() > 1;
+      if (sent_as_run) {
+        SendRun(parts, stream_id, stream, batches, run_bytes, now);
+      } else {
+        taken = std::move(run_scratch_.front());  // nothing may follow it
+      }
+      run_scratch_.clear();
     }
-    AppendEventWire(event, event_size, &batch->events);
-    if (alone) {
-      batch->events.alone = true;
-      batches.Flush(*batch);
+    if (!sent_as_run) {
+      const v1::Event& event = StartDelivery(parts, std::move(*taken), stream_id, stream, now);
+      const size_t event_size = event.ByteSizeLong();
+      if (alone || static_cast<int64_t>(batch->events.bytes.size() + event_size) + kEventFraming >
+                       processor_config.max_batch_bytes) {
+        batches.Flush(*batch);
+      }
+      AppendEventWire(event, event_size, &batch->events);
+      if (alone) {
+        batch->events.alone = true;
+        batches.Flush(*batch);
+      }
     }
     parts.streams.NoteUsed(processor, stream_id);
     if (batch->events.count >= processor_config.max_batch) batches.Flush(*batch);
@@ -120,6 +136,55 @@ void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time
       ++next;
     }
   }
+}
+
+namespace {
+
+// An event's wire size once sent, at most: its size now plus its framing and
+// the fields a delivery stamps (id, deadline, run_id: 11 bytes each at most).
+int64_t EstimatedWireSize(const v1::Event& event) {
+  return static_cast<int64_t>(event.ByteSizeLong()) + kEventFraming + 3 * 11;
+}
+
+}  // namespace
+
+int64_t Dispatcher::GatherRun(const Parts& parts, QueuedEvent head, int64_t longest,
+                              int64_t max_bytes) {
+  int64_t bytes = EstimatedWireSize(*head.event);
+  run_scratch_.push_back(std::move(head));
+  while (static_cast<int64_t>(run_scratch_.size()) < longest) {
+    const QueuedEvent* follower = parts.queues.PeekRunMember(run_scratch_.front());
+    if (follower == nullptr) break;
+    const int64_t size = EstimatedWireSize(*follower->event);
+    if (bytes + size > max_bytes) break;  // the whole run must fit one message
+    bytes += size;
+    run_scratch_.push_back(parts.queues.TakeRunMember(follower->lane));
+  }
+  return bytes;
+}
+
+void Dispatcher::SendRun(const Parts& parts, int64_t stream_id, StreamTable::Entry& stream,
+                         Batches& batches, int64_t run_bytes, absl::Time now) {
+  const int processor = run_scratch_.front().processor;
+  const ProcessorConfig& processor_config = config_.processors[static_cast<size_t>(processor)];
+  const int64_t members = static_cast<int64_t>(run_scratch_.size());
+  Batches::Batch& batch = batches.For(stream_id, stream.stream);
+  // A run is never split across Events messages: start a new one unless it
+  // fits whole in the current one.
+  if (batch.events.count + members > processor_config.max_batch ||
+      static_cast<int64_t>(batch.events.bytes.size()) + run_bytes >
+          processor_config.max_batch_bytes) {
+    batches.Flush(batch);
+  }
+  const uint64_t run_id = run_ids_.Next();
+  for (int64_t i = 0; i < members; ++i) {
+    const v1::Event& event = StartDelivery(parts, std::move(run_scratch_[static_cast<size_t>(i)]),
+                                           stream_id, stream, now, run_id, static_cast<int>(i + 1));
+    AppendEventWire(event, event.ByteSizeLong(), &batch.events);
+  }
+  ++parts.counters.runs;
+  parts.counters.run_events += members;
+  if (stats_ != nullptr) stats_->Run(processor, members);
 }
 
 void Dispatcher::DispatchQuarantined(const Parts& parts, int processor, absl::Time now) {
@@ -165,8 +230,13 @@ void Dispatcher::DispatchQuarantined(const Parts& parts, int processor, absl::Ti
 
 const v1::Event& Dispatcher::StartDelivery(const Parts& parts, QueuedEvent queued,
                                            int64_t stream_id, StreamTable::Entry& stream,
-                                           absl::Time now) {
-  const absl::Duration timeout = config_.processors[queued.processor].timeout;
+                                           absl::Time now, uint64_t run_id, int run_position) {
+  // A run's k-th member gets k timeouts from now (core/engine/runs.h).
+  const absl::Duration timeout =
+      MemberTimeout(config_.processors[queued.processor].timeout, run_position);
+  queued.run_id = run_id;
+  queued.run_position = run_position;
+  queued.event->set_run_id(run_id);
   if (stats_ != nullptr) {
     stats_->Dispatched(queued.processor, queued.type_index, now - queued.queued_at,
                        queued.redelivery);

@@ -6,6 +6,12 @@
 // max_batch_bytes, which are queued in the outbox. A stream never gets more
 // than its credit or the processor's max_in_flight.
 //
+// Runs (core/engine/runs.h): when an ordered lane's head goes to a stream
+// whose worker set Ready.max_run > 1, the lane's next events follow it in
+// the same Events message, up to the run length that stream's credit, cap
+// and the batch limits allow, all with one new run_id; each takes a unit of
+// credit and an in-flight slot of the lane.
+//
 // Threading: not thread-safe; Run is called by the Engine with its mutex
 // held, and works on components that mutex guards (Parts).
 #ifndef FERRY_CORE_ENGINE_DISPATCHER_H_
@@ -19,6 +25,7 @@
 #include "core/engine/in_flight_table.h"
 #include "core/engine/outbox.h"
 #include "core/engine/queued_event.h"
+#include "core/engine/runs.h"
 #include "core/engine/scheduler.h"
 #include "core/engine/stream_table.h"
 #include "core/engine/types.h"
@@ -51,15 +58,27 @@ class Dispatcher {
   void DispatchProcessor(const Parts& parts, int processor, absl::Time now);
   void DispatchQuarantined(const Parts& parts, int processor, absl::Time now);
   bool HasRoom(const Parts& parts, const StreamTable::Entry& stream, int64_t cap) const;
-  // Moves the event to the in-flight table on the stream (credit, counts).
+  // Moves the event to the in-flight table on the stream (credit, counts),
+  // as member `run_position` (from 1) of run `run_id`, or alone (0, 0).
   const v1::Event& StartDelivery(const Parts& parts, QueuedEvent queued, int64_t stream_id,
-                                 StreamTable::Entry& stream, absl::Time now);
+                                 StreamTable::Entry& stream, absl::Time now, uint64_t run_id = 0,
+                                 int run_position = 0);
+  // Takes the events that follow `head` in its lane into a run of at most
+  // `longest` (run_scratch_, `head` first; just `head` when none may follow)
+  // and returns their estimated wire size.
+  int64_t GatherRun(const Parts& parts, QueuedEvent head, int64_t longest, int64_t max_bytes);
+  // Sends run_scratch_ (two or more members) to the stream as one run, in
+  // one Events message.
+  void SendRun(const Parts& parts, int64_t stream_id, StreamTable::Entry& stream,
+               Batches& batches, int64_t run_bytes, absl::Time now);
 
   const Config& config_;
   const int flow_count_;
   EngineStats* const stats_;
+  RunIds run_ids_;
   // Per-call scratch (kept to reuse its allocation).
   std::vector<int64_t> candidates_;
+  std::vector<QueuedEvent> run_scratch_;
 };
 
 }  // namespace ferry

@@ -235,7 +235,8 @@ int64_t Engine::AddStream(int processor_index, WorkerStream* stream) {
   return streams_.Add(processor_index, stream);
 }
 
-void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name) {
+void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name,
+                     uint32_t max_run) {
   SendingLock lock(this);
   StreamTable::Entry* entry = streams_.Find(stream_id);
   if (entry == nullptr || entry->resetting) return;
@@ -249,8 +250,9 @@ void Engine::OnReady(int64_t stream_id, uint32_t max_in_flight, const std::strin
   // The worker's credit; Credit messages add to it. Dispatch also keeps the
   // stream under ferry's own cap (processor max_in_flight).
   entry->credit = max_in_flight;
+  entry->max_run = max_run;
   LogInfo("engine", "stream ready: ", entry->stream->Describe(), " credit=", entry->credit,
-          " cap=", config_.processors[entry->processor].max_in_flight);
+          " cap=", config_.processors[entry->processor].max_in_flight, " max_run=", max_run);
   DispatchLocked();
 }
 

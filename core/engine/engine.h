@@ -9,7 +9,12 @@
 //   * An offset is committable only when it and every lower offset of its
 //     partition that ferry received reached a terminal result.
 //   * KEY/PARTITION ordering: at most one event of a lane is in flight; the
-//     next leaves only after the previous one's terminal result.
+//     next leaves only after the previous one's terminal result. Except in a
+//     run (core/engine/runs.h), for a worker that set Ready.max_run > 1: up
+//     to max_run consecutive events of the lane in one message, handled in
+//     order by the worker; the lane stays busy until all are answered, and
+//     members answered NOT_ATTEMPTED (after one that did not end OK) go back
+//     to the head of the lane without counting an attempt.
 //   * A stream never has more events outstanding than its worker granted.
 //   * Results apply once: unknown, stale (revoked partition) or duplicate ids
 //     are dropped and counted. Delivery ids carry the partition's assignment
@@ -56,6 +61,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -140,7 +146,10 @@ class Engine {
   int64_t AddStream(int processor_index, WorkerStream* stream);
   // `worker_name` is what the worker calls itself (shown in GetStatus); it is
   // stored sanitized (core/common/worker_text.h), like Result messages.
-  void OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name = "");
+  // `max_run` is Ready.max_run: above 1, ordered lanes may send it runs
+  // (core/engine/runs.h).
+  void OnReady(int64_t stream_id, uint32_t max_in_flight, const std::string& worker_name = "",
+               uint32_t max_run = 0);
   void OnCredit(int64_t stream_id, uint32_t credit);
   // Applies the results, then the credit they carry (Results.credit), then
   // dispatches once.
@@ -254,6 +263,17 @@ class Engine {
                          absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Expires deliveries whose deadline passed; true when any did.
   bool ExpireLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A run member the worker did not handle (NOT_ATTEMPTED, or cancelled
+  // with an earlier member that timed out): back to the head of its lane,
+  // after the earlier members of its run, without counting an attempt
+  // (core/engine/runs.h). It left its stream already.
+  void GiveBackLocked(QueuedEvent queued, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Expired run members take the later members of their runs with them:
+  // removes those from the in-flight table, adds their ids to `cancels` and
+  // gives them back.
+  void CancelRunsAfterLocked(const std::map<uint64_t, int>& first_expired,
+                             std::map<int64_t, std::vector<uint64_t>>* cancels, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // RETRY (or a retried timeout): backoff at the head of its lane, or a
   // terminal failure once attempts are used up.
   void RetryOrFailLocked(QueuedEvent queued, uint32_t retry_after_ms, const std::string& error)

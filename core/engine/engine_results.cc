@@ -11,6 +11,7 @@
 #include "core/engine/engine.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/results.h"
+#include "core/engine/runs.h"
 
 namespace ferry {
 
@@ -51,7 +52,10 @@ bool Engine::ApplyResultLocked(int64_t stream_id, StreamTable::Entry& stream,
     if (stats_ != nullptr) stats_->StaleResults(stream.processor, 1);
     return true;
   }
-  const ResultOutcome outcome = ClassifyResult(result.status());
+  ResultOutcome outcome = ClassifyResult(result.status());
+  if (outcome == ResultOutcome::kNotAttempted && !TreatAsNotAttempted(delivery->queued)) {
+    outcome = ResultOutcome::kRetry;  // nothing before it in a run could have stopped it
+  }
   if (outcome == ResultOutcome::kUnknown) {
     // A status no version of the protocol defines: the event goes back
     // (not an attempt) and the stream is reset.
@@ -60,9 +64,11 @@ bool Engine::ApplyResultLocked(int64_t stream_id, StreamTable::Entry& stream,
     return false;
   }
   if (stats_ != nullptr) {
-    const ResultStatus counted = outcome == ResultOutcome::kOk      ? ResultStatus::kOk
-                                 : outcome == ResultOutcome::kRetry ? ResultStatus::kRetry
-                                                                    : ResultStatus::kFail;
+    const ResultStatus counted =
+        outcome == ResultOutcome::kOk             ? ResultStatus::kOk
+        : outcome == ResultOutcome::kRetry        ? ResultStatus::kRetry
+        : outcome == ResultOutcome::kNotAttempted ? ResultStatus::kNotAttempted
+                                                  : ResultStatus::kFail;
     stats_->Result(delivery->queued.processor, delivery->queued.type_index, counted,
                    now - delivery->dispatched_at);
   }
@@ -76,6 +82,9 @@ bool Engine::ApplyResultLocked(int64_t stream_id, StreamTable::Entry& stream,
       break;
     case ResultOutcome::kRetry:
       RetryOrFailLocked(std::move(queued), result.retry_after_ms(), ResultError(result, outcome));
+      break;
+    case ResultOutcome::kNotAttempted:
+      GiveBackLocked(std::move(queued), now);
       break;
     default:
       ++counters_.failed;
@@ -109,11 +118,63 @@ void Engine::OnTimer() {
   if (changed) DispatchLocked();
 }
 
+void Engine::GiveBackLocked(QueuedEvent queued, absl::Time now) {
+  ++counters_.not_attempted;
+  queued.redelivery = true;  // not an attempt
+  queued.queued_at = now;
+  queues_.ReturnLaneSlot(queued);
+  // It was dispatched: it finishes even while paused, like a retry.
+  EnqueueLocked(std::move(queued), /*front=*/true, /*even_if_paused=*/true);
+}
+
+void Engine::CancelRunsAfterLocked(const std::map<uint64_t, int>& first_expired,
+                                   std::map<int64_t, std::vector<uint64_t>>* cancels,
+                                   absl::Time now) {
+  auto later_member = [&first_expired](const QueuedEvent& queued) {
+    if (queued.run_id == 0) return false;
+    auto it = first_expired.find(queued.run_id);
+    return it != first_expired.end() && queued.run_position > it->second;
+  };
+  std::vector<InFlightTable::Delivery> later;
+  in_flight_.RemoveIf(later_member, [&later](InFlightTable::Delivery&& delivery) {
+    later.push_back(std::move(delivery));
+  });
+  for (InFlightTable::Delivery& delivery : later) {
+    (*cancels)[delivery.stream_id].push_back(delivery.queued.event->id());
+    streams_.EventLeft(delivery.stream_id);
+    if (stats_ != nullptr) {
+      stats_->Result(delivery.queued.processor, delivery.queued.type_index,
+                     ResultStatus::kNotAttempted, now - delivery.dispatched_at);
+    }
+    GiveBackLocked(std::move(delivery.queued), now);
+  }
+}
+
 bool Engine::ExpireLocked(absl::Time now) {
   std::vector<std::pair<uint64_t, InFlightTable::Delivery>> expired = in_flight_.TakeExpired(now);
+  if (expired.empty()) return false;
   std::map<int64_t, std::vector<uint64_t>> cancels;
+  // Per run, the first member that timed out: the ones after it are not
+  // attempted, whether they expired too or are still in flight.
+  std::map<uint64_t, int> first_expired;
+  for (const auto& [id, delivery] : expired) {
+    const QueuedEvent& queued = delivery.queued;
+    if (queued.run_id == 0) continue;
+    auto [it, added] = first_expired.emplace(queued.run_id, queued.run_position);
+    if (!added) it->second = std::min(it->second, queued.run_position);
+  }
   for (auto& [id, delivery] : expired) {
     QueuedEvent queued = std::move(delivery.queued);
+    if (queued.run_id != 0 && queued.run_position > first_expired[queued.run_id]) {
+      cancels[delivery.stream_id].push_back(id);
+      streams_.EventLeft(delivery.stream_id);
+      if (stats_ != nullptr) {
+        stats_->Result(queued.processor, queued.type_index, ResultStatus::kNotAttempted,
+                       now - delivery.dispatched_at);
+      }
+      GiveBackLocked(std::move(queued), now);
+      continue;
+    }
     if (stats_ != nullptr) {
       stats_->Result(queued.processor, queued.type_index, ResultStatus::kTimeout,
                      now - delivery.dispatched_at);
@@ -132,11 +193,12 @@ bool Engine::ExpireLocked(absl::Time now) {
       FailLocked(std::move(queued), error);
     }
   }
+  if (!first_expired.empty()) CancelRunsAfterLocked(first_expired, &cancels, now);
   for (auto& [stream_id, ids] : cancels) {
     StreamTable::Entry* stream = streams_.Find(stream_id);
     if (stream != nullptr) outbox_.PushCancel(stream_id, stream->stream, std::move(ids));
   }
-  return !expired.empty();
+  return true;
 }
 
 void Engine::RetryOrFailLocked(QueuedEvent queued, uint32_t retry_after_ms,

@@ -7,7 +7,8 @@
 namespace ferry {
 namespace {
 
-constexpr std::array<const char*, 4> kStatusLabels = {"ok", "retry", "fail", "timeout"};
+constexpr std::array<const char*, 5> kStatusLabels = {"ok", "retry", "fail", "timeout",
+                                                      "not_attempted"};
 constexpr std::array<const char*, 3> kPolicyLabels = {"dlq", "skip", "block"};
 
 int PolicyIndex(FailurePolicy policy) {
@@ -125,6 +126,11 @@ void EngineStats::RegisterFamilies(prometheus::Registry& registry) {
       registry, "ferry_redelivery_limit_total",
       "Events that took the failure policy because their worker stream was lost too many "
       "times while they were in flight (a message workers keep rejecting)");
+  runs_family_ = CounterFamily(registry, "ferry_runs_total",
+                               "Runs sent: consecutive events of one lane in one message "
+                               "(workers with Ready.max_run > 1)");
+  run_events_family_ = CounterFamily(registry, "ferry_run_events_total",
+                                     "Deliveries sent as members of a run");
   duplicates_ = &CounterFamily(registry, "ferry_duplicate_records_total",
                                "Records read twice within one assignment, ignored")
                      ->Add({});
@@ -197,6 +203,8 @@ EngineStats::PerProcessor& EngineStats::ForProcessor(int processor) {
     entry.stale_results = &stale_family_->Add(labels);
     entry.protocol_errors = &protocol_errors_family_->Add(labels);
     entry.redelivery_limit = &redelivery_limit_family_->Add(labels);
+    entry.runs = &runs_family_->Add(labels);
+    entry.run_events = &run_events_family_->Add(labels);
   }
   return entry;
 }
@@ -241,6 +249,12 @@ void EngineStats::StaleResults(int processor, int64_t count) {
 }
 
 void EngineStats::ProtocolError(int processor) { ForProcessor(processor).protocol_errors->Increment(); }
+
+void EngineStats::Run(int processor, int64_t members) {
+  PerProcessor& entry = ForProcessor(processor);
+  entry.runs->Increment();
+  entry.run_events->Increment(static_cast<double>(members));
+}
 
 void EngineStats::RedeliveryLimit(int processor) {
   ForProcessor(processor).redelivery_limit->Increment();

@@ -39,7 +39,8 @@
 
 namespace ferry {
 
-enum class ResultStatus { kOk = 0, kRetry = 1, kFail = 2, kTimeout = 3 };
+// kNotAttempted: a run member given back unhandled (core/engine/runs.h).
+enum class ResultStatus { kOk = 0, kRetry = 1, kFail = 2, kTimeout = 3, kNotAttempted = 4 };
 
 class EngineStats {
  public:
@@ -80,12 +81,14 @@ class EngineStats {
   // An event failed because its worker stream kept being lost
   // (core/engine/redelivery.h); it also counts as a terminal failure.
   void RedeliveryLimit(int processor);
+  // A run of `members` events was sent (core/engine/runs.h).
+  void Run(int processor, int64_t members);
 
  private:
   struct Series {
     prometheus::Histogram* enqueue = nullptr;
     prometheus::Histogram* processing = nullptr;
-    std::array<prometheus::Counter*, 4> results{};
+    std::array<prometheus::Counter*, 5> results{};
     prometheus::Counter* attempts = nullptr;
     prometheus::Counter* redeliveries = nullptr;
     std::array<prometheus::Counter*, 3> terminal_failures{};
@@ -100,6 +103,8 @@ class EngineStats {
     prometheus::Counter* stale_results = nullptr;
     prometheus::Counter* protocol_errors = nullptr;
     prometheus::Counter* redelivery_limit = nullptr;
+    prometheus::Counter* runs = nullptr;
+    prometheus::Counter* run_events = nullptr;
   };
 
   // The processor, type and topic labels of `config`.
@@ -129,6 +134,8 @@ class EngineStats {
   prometheus::Family<prometheus::Counter>* stale_family_;
   prometheus::Family<prometheus::Counter>* protocol_errors_family_;
   prometheus::Family<prometheus::Counter>* redelivery_limit_family_;
+  prometheus::Family<prometheus::Counter>* runs_family_;
+  prometheus::Family<prometheus::Counter>* run_events_family_;
   prometheus::Counter* duplicates_;
   prometheus::Counter* dropped_on_revoke_;
   prometheus::Counter* dead_letter_errors_;

@@ -100,7 +100,8 @@ TEST_F(EngineStatsTest, TypeLabelsAreBoundedByTheConfig) {
     EXPECT_EQ(sample->value, 0);
   }
   EXPECT_THAT(pairs, UnorderedElementsAre("slow/a", "rest/other", "none/other"));
-  EXPECT_EQ(metrics.Find("ferry_results_total", {{"processor", "slow"}}).size(), 4u);
+  // ok, retry, fail, timeout, not_attempted
+  EXPECT_EQ(metrics.Find("ferry_results_total", {{"processor", "slow"}}).size(), 5u);
   EXPECT_EQ(metrics.Value("ferry_records_consumed_total", {{"topic", "t"}}), 0);
 }
 
@@ -215,6 +216,32 @@ TEST_F(EngineStatsTest, RetriesTimeoutsRedeliveriesStaleAndFailures) {
   skip["policy"] = "skip";
   EXPECT_EQ(metrics.Value("ferry_terminal_failures_total", skip), 1);
   EXPECT_EQ(metrics.Value("ferry_processing_duration_seconds_count", slow_a), 2);
+}
+
+TEST_F(EngineStatsTest, RunsAndNotAttemptedResults) {
+  for (int64_t offset = 0; offset < 3; ++offset) {
+    engine_->Submit(MakeEvent(0, offset, "k", "a"), 10);
+  }
+  FakeWorkerStream slow("slow#0");
+  const int64_t slow_id = Connect(*engine_, slow, 10, 0, /*max_run=*/4);
+  std::vector<v1::Event> run = slow.TakeHeld();
+  ASSERT_EQ(run.size(), 3u);
+  engine_->OnResults(slow_id, ResultsFor({{run[0].id(), v1::Result::OK},
+                                          {run[1].id(), v1::Result::RETRY},
+                                          {run[2].id(), v1::Result::NOT_ATTEMPTED}}));
+  clock_.Advance(absl::Milliseconds(200));
+  engine_->OnTimer();  // the retry and the member given back, as a run of 2
+  ASSERT_EQ(slow.held().size(), 2u);
+
+  const Exposition metrics = Scrape();
+  const MetricLabels slow_a = {{"processor", "slow"}, {"type", "a"}};
+  MetricLabels not_attempted = slow_a;
+  not_attempted["status"] = "not_attempted";
+  EXPECT_EQ(metrics.Value("ferry_results_total", not_attempted), 1);
+  EXPECT_EQ(metrics.Value("ferry_runs_total", {{"processor", "slow"}}), 2);
+  EXPECT_EQ(metrics.Value("ferry_run_events_total", {{"processor", "slow"}}), 5);
+  // 3 first attempts and the retry; the member given back is not an attempt.
+  EXPECT_EQ(metrics.Value("ferry_attempts_total", slow_a), 4);
 }
 
 TEST_F(EngineStatsTest, DuplicatesPoisonAndRevokedDrops) {

@@ -1,7 +1,8 @@
 // Lanes: the ordering stage. Every queued event belongs to one lane; events of
 // a lane leave it in FIFO order, and in KEY and PARTITION ordering a lane has
 // at most one event in flight, so two events of one key are never processed
-// at once or out of order.
+// at once or out of order (a run's members count one in-flight slot each and
+// the worker handles them in order: core/engine/runs.h).
 //
 // LaneFor() maps an event to its lane: KEY ordering hashes the event key
 // (records with an empty key are ordered per partition), PARTITION ordering
@@ -79,7 +80,19 @@ class Lanes {
     Queue(lane).push_front(std::move(item));
     Resized(before, before + 1);
   }
+  // Inserts at the front, after the leading items `stays_ahead` holds for
+  // (a run member given back lines up after its run's earlier members).
+  template <typename StaysAhead>
+  void InsertNearFront(int lane, Item item, const StaysAhead& stays_ahead) {
+    std::deque<Item>& queue = Queue(lane);
+    const size_t before = queue.size();
+    auto at = queue.begin();
+    while (at != queue.end() && stays_ahead(*at)) ++at;
+    queue.insert(at, std::move(item));
+    Resized(before, before + 1);
+  }
   Item& Front(int lane) { return lanes_[lane].queue->front(); }
+  const Item& Front(int lane) const { return lanes_[lane].queue->front(); }
   Item PopFront(int lane) {
     std::deque<Item>& queue = *lanes_[lane].queue;
     const size_t before = queue.size();

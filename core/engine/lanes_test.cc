@@ -121,5 +121,18 @@ TEST(LanesTest, RemoveIfKeepsOrderOfTheRest) {
   EXPECT_EQ(lanes.PopFront(0), 5);
 }
 
+TEST(LanesTest, InsertNearFrontGoesAfterTheItemsThatStayAhead) {
+  IntLanes lanes(1, 10);
+  lanes.PushBack(0, 10);
+  lanes.PushFront(0, 2);
+  lanes.PushFront(0, 1);
+  lanes.InsertNearFront(0, 3, [](int item) { return item < 3; });
+  lanes.InsertNearFront(0, 0, [](int item) { return item < 0; });
+  lanes.InsertNearFront(0, 11, [](int item) { return item < 11; });
+  std::vector<int> order;
+  while (!lanes.empty(0)) order.push_back(lanes.PopFront(0));
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 10, 11}));
+}
+
 }  // namespace
 }  // namespace ferry

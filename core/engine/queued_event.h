@@ -37,6 +37,11 @@ struct QueuedEvent {
   bool redelivery = false;
   // Lost streams it was in flight on (core/engine/redelivery.h).
   int strikes = 0;
+  // The run it was last sent in (core/engine/runs.h) and its place in it,
+  // from 1; 0 when sent alone. Kept while it waits in its lane again, so a
+  // member given back lines up after the earlier members of its run.
+  uint64_t run_id = 0;
+  int run_position = 0;
 
   TopicPartition partition() const { return TopicPartition{event->topic(), event->partition()}; }
   bool Is(const TopicPartition& tp, int64_t offset) const {

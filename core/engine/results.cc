@@ -10,6 +10,8 @@ ResultOutcome ClassifyResult(v1::Result::Status status) {
       return ResultOutcome::kOk;
     case v1::Result::RETRY:
       return ResultOutcome::kRetry;
+    case v1::Result::NOT_ATTEMPTED:
+      return ResultOutcome::kNotAttempted;
     case v1::Result::FAIL:
     case v1::Result::STATUS_UNSPECIFIED:
       return ResultOutcome::kFail;
@@ -20,7 +22,14 @@ ResultOutcome ClassifyResult(v1::Result::Status status) {
 
 std::string ResultError(const v1::Result& result, ResultOutcome outcome) {
   if (!result.message().empty()) return SanitizeWorkerMessage(result.message());
-  return outcome == ResultOutcome::kRetry ? std::string("RETRY") : std::string("FAIL (no message)");
+  switch (outcome) {
+    case ResultOutcome::kRetry:
+      return result.status() == v1::Result::NOT_ATTEMPTED ? "NOT_ATTEMPTED (not after another run "
+                                                            "member: taken as RETRY)"
+                                                          : "RETRY";
+    default:
+      return "FAIL (no message)";
+  }
 }
 
 }  // namespace ferry

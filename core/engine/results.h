@@ -16,6 +16,9 @@ enum class ResultOutcome {
   kOk,
   kRetry,
   kFail,     // FAIL, and STATUS_UNSPECIFIED (see the proto)
+  // NOT_ATTEMPTED: a run member the worker did not handle (RETRY unless it
+  // followed another member of its run: core/engine/runs.h).
+  kNotAttempted,
   kUnknown,  // a status no version of the protocol defines: a protocol error
 };
 

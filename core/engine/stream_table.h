@@ -27,6 +27,9 @@ class StreamTable {
     bool ready = false;
     int64_t credit = 0;  // granted minus sent
     int64_t in_flight = 0;
+    // Ready.max_run: the most events of a lane it takes in one run
+    // (core/engine/runs.h); 0 or 1, no runs.
+    uint32_t max_run = 0;
     std::string worker_name;
     // A protocol error asked for its reset: nothing more is sent to it and
     // what it sends is ignored until it is closed.

@@ -55,6 +55,9 @@ struct EngineCounters {
   int64_t blocked = 0;            // terminal failures holding their partition
   int64_t protocol_errors = 0;    // malformed worker traffic
   int64_t redelivery_limit = 0;   // events failed after too many lost streams (core/engine/redelivery.h)
+  int64_t runs = 0;               // runs sent (core/engine/runs.h)
+  int64_t run_events = 0;         // deliveries sent as members of a run
+  int64_t not_attempted = 0;      // run members given back unhandled (NOT_ATTEMPTED or cancelled)
 };
 
 struct PartitionSnapshot {

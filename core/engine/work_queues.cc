@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/engine/runs.h"
+
 namespace ferry {
 
 WorkQueues::WorkQueues(const Config& config, const SchedulingPlan& plan)
@@ -34,7 +36,13 @@ void WorkQueues::Enqueue(QueuedEvent queued, bool front) {
     return;
   }
   const int lane = queued.lane;
-  if (front) {
+  if (front && queued.run_id != 0) {
+    const uint64_t run_id = queued.run_id;
+    const int position = queued.run_position;
+    lanes_.InsertNearFront(lane, std::move(queued), [run_id, position](const QueuedEvent& waiting) {
+      return LinesUpBefore(waiting, run_id, position);
+    });
+  } else if (front) {
     lanes_.PushFront(lane, std::move(queued));
   } else {
     lanes_.PushBack(lane, std::move(queued));
@@ -86,6 +94,19 @@ std::optional<QueuedEvent> WorkQueues::Take(int processor, int flow) {
   if (unordered.empty()) return std::nullopt;
   QueuedEvent taken = std::move(unordered.front());
   unordered.pop_front();
+  return taken;
+}
+
+const QueuedEvent* WorkQueues::PeekRunMember(const QueuedEvent& head) const {
+  if (head.lane < 0 || lanes_.empty(head.lane)) return nullptr;
+  const QueuedEvent& next = lanes_.Front(head.lane);
+  if (next.processor != head.processor || next.strikes > 0) return nullptr;
+  return &next;
+}
+
+QueuedEvent WorkQueues::TakeRunMember(int lane) {
+  QueuedEvent taken = lanes_.PopFront(lane);
+  lanes_.AddInFlight(lane);
   return taken;
 }
 

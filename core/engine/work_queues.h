@@ -33,7 +33,9 @@ class WorkQueues {
   // The lane of an event of `flow` (-1 for an UNORDERED topic).
   int LaneFor(Ordering ordering, int flow, const v1::Event& event) const;
 
-  // Into its lane (or unordered queue), at the back or the front.
+  // Into its lane (or unordered queue), at the back or the front. At the
+  // front, a run member lines up after its run's earlier members already
+  // there (core/engine/runs.h, LinesUpBefore).
   void Enqueue(QueuedEvent queued, bool front);
   // The event left its lane's in-flight slot (finished or failed): the
   // lane's next event may go.
@@ -50,6 +52,13 @@ class WorkQueues {
   // head of the unordered queue).
   bool HasWork(int processor, int flow) const;
   std::optional<QueuedEvent> Take(int processor, int flow);
+  // Runs (core/engine/runs.h): the next event of `head`'s lane when it may
+  // follow `head` in a run (an ordered lane, the same processor, not held
+  // back after a lost stream), else null; TakeRunMember then takes it, with
+  // an in-flight slot of its own (the lane stays busy until every member is
+  // answered).
+  const QueuedEvent* PeekRunMember(const QueuedEvent& head) const;
+  QueuedEvent TakeRunMember(int lane);
 
   // Removes the queued events (lanes and unordered queues, not quarantine)
   // matching `match`, handing each to `removed` in queue order.

@@ -24,6 +24,15 @@ class WorkQueuesTest : public ::testing::Test {
     queued.lane = queues_.LaneFor(Ordering::kKey, 0, *queued.event);
     return queued;
   }
+  // Takes and finishes each lane head in turn.
+  std::vector<int64_t> TakeAllReleasing() {
+    std::vector<int64_t> offsets;
+    while (std::optional<QueuedEvent> taken = queues_.Take(0, 0)) {
+      offsets.push_back(taken->event->offset());
+      queues_.ReleaseLane(*taken);
+    }
+    return offsets;
+  }
   std::vector<int64_t> TakeAll() {
     std::vector<int64_t> offsets;
     while (std::optional<QueuedEvent> taken = queues_.Take(0, 0)) {
@@ -109,6 +118,49 @@ TEST_F(WorkQueuesTest, SnapshotCountsTheLongestLaneAndBusyLanes) {
   EXPECT_EQ(snapshot.queued_events, 2);
   EXPECT_EQ(snapshot.longest_lane, 2);
   EXPECT_EQ(snapshot.lanes_in_use, 1);
+}
+
+TEST_F(WorkQueuesTest, RunMembersFollowTheHeadAndEachHoldsTheLane) {
+  for (int64_t offset = 0; offset < 3; ++offset) queues_.Enqueue(Keyed(offset, "a"), false);
+  std::optional<QueuedEvent> head = queues_.Take(0, 0);
+  ASSERT_TRUE(head.has_value());
+  const QueuedEvent* follower = queues_.PeekRunMember(*head);
+  ASSERT_NE(follower, nullptr);
+  EXPECT_EQ(follower->event->offset(), 1);
+  QueuedEvent second = queues_.TakeRunMember(head->lane);
+  EXPECT_EQ(second.event->offset(), 1);
+  // Two members in flight: the lane is free only once both left.
+  queues_.ReleaseLane(*head);
+  EXPECT_FALSE(queues_.HasWork(0, 0));
+  queues_.ReleaseLane(second);
+  EXPECT_THAT(TakeAll(), ElementsAre(2));
+}
+
+TEST_F(WorkQueuesTest, NoRunMemberAfterALostStreamOrFromAnotherLane) {
+  QueuedEvent head = Keyed(0, "a");
+  EXPECT_EQ(queues_.PeekRunMember(head), nullptr);  // its lane is empty
+  QueuedEvent suspect = Keyed(1, "a");
+  suspect.strikes = 1;
+  queues_.Enqueue(std::move(suspect), false);
+  EXPECT_EQ(queues_.PeekRunMember(head), nullptr);  // it travels alone
+  QueuedEvent unordered = Keyed(2, "a");
+  unordered.lane = -1;
+  EXPECT_EQ(queues_.PeekRunMember(unordered), nullptr);
+}
+
+TEST_F(WorkQueuesTest, AMemberGivenBackLinesUpAfterItsRunsEarlierMembers) {
+  queues_.Enqueue(Keyed(9, "a"), false);
+  auto member = [this](int64_t offset, uint64_t run_id, int position) {
+    QueuedEvent queued = Keyed(offset, "a");
+    queued.run_id = run_id;
+    queued.run_position = position;
+    return queued;
+  };
+  queues_.Enqueue(member(4, 1, 4), true);
+  queues_.Enqueue(member(2, 1, 2), true);
+  queues_.Enqueue(member(3, 1, 3), true);
+  queues_.Enqueue(member(1, 0, 0), true);  // not a member: the very front
+  EXPECT_THAT(TakeAllReleasing(), ElementsAre(1, 2, 3, 4, 9));
 }
 
 }  // namespace

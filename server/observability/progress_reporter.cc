@@ -69,6 +69,8 @@ std::string ProgressReporter::Line() {
                       snapshot.counters.submitted, " acked=", snapshot.counters.acked,
                       " failed=", snapshot.counters.failed, " retried=",
                       snapshot.counters.retried, " redelivered=", snapshot.counters.redelivered,
+                      " run_events=", snapshot.counters.run_events,
+                      " not_attempted=", snapshot.counters.not_attempted,
                       " in_flight=", snapshot.in_flight, " buffered=", snapshot.buffered_events,
                       " streams=", snapshot.connected_streams, " partitions=",
                       snapshot.partitions.size(), " committed=", committed_total,

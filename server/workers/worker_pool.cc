@@ -132,7 +132,7 @@ class WorkerPool::StreamReactor final
           ready_ = true;
         }
         pool_->engine_->OnReady(stream_id_, response_.ready().max_in_flight(),
-                                response_.ready().worker_name());
+                                response_.ready().worker_name(), response_.ready().max_run());
         break;
       case v1::ProcessResponse::kCredit:
         pool_->engine_->OnCredit(stream_id_, response_.credit().n());

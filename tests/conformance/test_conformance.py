@@ -166,8 +166,10 @@ def test_attempts_exhausted_dead_letters(scenario):
 
 # 5. Handler error -> FAIL: a handler that raises / throws / panics for every
 # 5th sequence is a FAIL for that event only: those are dead-lettered, the
-# rest acked, and the stream survives (nothing redelivered, nothing received
-# twice).
+# rest acked, and the stream survives (nothing redelivered, nothing handled
+# twice). A worker that takes runs (the SDKs do by default) answers the
+# members after the FAIL in its run NOT_ATTEMPTED, and ferry sends those
+# again: it receives each event once plus once per NOT_ATTEMPTED.
 def test_handler_error_is_fail(scenario):
     count, keys = 500, 25
     w, log, _ = _single_worker_run(
@@ -184,7 +186,8 @@ def test_handler_error_is_fail(scenario):
     assert (progress(log, "acked"), progress(log, "failed"), progress(log, "redelivered")) == (
         count - count // 5, count // 5, 0)
     stats = w.stats()
-    assert stats["events_received"] == count and stats["credit_violations"] == 0, stats
+    assert stats["events_received"] == count + progress(log, "not_attempted"), stats
+    assert stats["credit_violations"] == 0, stats
 
 
 # 6. Timeout -> Cancel delivered: every handler stalls 5 s, the processor's
@@ -298,9 +301,11 @@ def test_graceful_stop(scenario):
     assert stats1["credit_violations"] == 0, stats1
     log = ferry.text()
     # What the stopping worker received and never started comes back (plus, at
-    # most, events still on the wire when its streams ended).
-    assert progress(log, "redelivered") >= stats1["events_received"] - len(runs1), (
-        stats1, len(runs1))
+    # most, events still on the wire when its streams ended): redelivered when
+    # its streams end, or, for a run's members after the one it finished,
+    # answered NOT_ATTEMPTED (a worker that takes runs does that on a stop).
+    back = progress(log, "redelivered") + progress(log, "not_attempted")
+    assert back >= stats1["events_received"] - len(runs1), (stats1, len(runs1))
     assert (progress(log, "acked"), progress(log, "failed")) == (count, 0)
 
 
@@ -331,3 +336,131 @@ def test_keepalive_pings_on_idle_streams_are_permitted(scenario):
     assert all(r.answer == "OK" for r in runs), runs
     log = ferry.text()
     assert (progress(log, "acked"), progress(log, "redelivered")) == (count, 0)
+
+
+# ---- Runs (--max_run=8; the "Runs" comment of proto/ferry/v1/processor.proto)
+RUNS = "--max_run=8"
+
+
+# 10. Ordering per key with runs: a key's consecutive events reach the worker
+# in runs (ferry counts run_events), each record is handled once and each
+# key's handler runs start in produce order.
+def test_runs_keep_order_per_key(scenario):
+    count, keys, partitions = 1000, 10, 2
+    w, log, _ = _single_worker_run(
+        scenario, "runs", partitions=partitions, count=count, keys=keys, max_in_flight=32,
+        flags=["--handler_threads=8", "--work_us=200", RUNS])
+    runs = w.runs()
+    assert len(runs) == count
+    assert {(r.key, r.seq) for r in runs} == expected_records(count, keys)
+    keyed = by_key_in_start_order(runs)
+    _assert_order(keyed, lambda n: [(i, "OK") for i in range(n)])
+    for key, rs in keyed.items():
+        assert [r.offset for r in rs] == sorted(r.offset for r in rs), key
+    stats = w.stats()
+    assert stats["events_received"] == count and stats["credit_violations"] == 0, stats
+    assert progress(log, "run_events") > 0, "no runs were sent"
+    assert (progress(log, "acked"), progress(log, "not_attempted"),
+            progress(log, "redelivered")) == (count, 0, 0)
+
+
+# 11. RETRY mid-run: every event answers RETRY on attempt 1, OK on attempt 2
+# (max_attempts 2). The members after a RETRY come back NOT_ATTEMPTED and are
+# sent again without an attempt counted: were one counted, a member would come
+# back as attempt 2 and go OK without its RETRY, or be dead-lettered.
+def test_runs_retry_mid_run_redelivers_not_attempted(scenario):
+    count, keys = 200, 4
+    w, log, _ = _single_worker_run(
+        scenario, "runretry", partitions=2, count=count, keys=keys, max_in_flight=32,
+        flags=["--handler_threads=8", "--retry_attempts=2", RUNS], max_attempts=2,
+        retry_backoff="10ms")
+    runs = w.runs()
+    assert len(runs) == 2 * count
+    _assert_order(by_key_in_start_order(runs),
+                  lambda n: [(i // 2, "RETRY" if i % 2 == 0 else "OK") for i in range(2 * n)])
+    assert (progress(log, "acked"), progress(log, "retried"), progress(log, "failed")) == (
+        count, count, 0)
+    assert progress(log, "not_attempted") > 0, "no run was cut short"
+    assert scenario.end_offsets_total("runretry-dlq") == 0
+
+
+# 12. FAIL mid-run: every 5th sequence FAILs (dead-lettered); the members
+# after it in its run come back NOT_ATTEMPTED and are handled once, in order.
+def test_runs_fail_mid_run_keeps_order(scenario):
+    count, keys = 300, 3
+    w, log, _ = _single_worker_run(
+        scenario, "runfail", partitions=3, count=count, keys=keys, max_in_flight=32,
+        flags=["--handler_threads=8", "--fail_every=5", RUNS])
+    runs = w.runs()
+    assert len(runs) == count, "each event handled once"
+    _assert_order(by_key_in_start_order(runs),
+                  lambda n: [(i, "FAIL" if (i + 1) % 5 == 0 else "OK") for i in range(n)])
+    assert scenario.end_offsets_total("runfail-dlq") == count // 5
+    assert (progress(log, "acked"), progress(log, "failed")) == (count - count // 5, count // 5)
+    not_attempted = progress(log, "not_attempted")
+    assert not_attempted > 0, "no run was cut short"
+    assert w.stats()["events_received"] == count + not_attempted
+
+
+# 13. Timeout mid-run: every handler stalls 5 s, the timeout is 300ms. The
+# first member of a run times out; ferry cancels it and every later member
+# (they never start), dead-letters it and sends the rest again. Each event
+# runs once (as the first member of some run), all are dead-lettered well
+# before a stall would have ended.
+def test_runs_timeout_cancels_later_members(scenario):
+    count, keys, stall_ms = 12, 2, 5000
+    w, log, committed_ns = _single_worker_run(
+        scenario, "runslow", partitions=2, count=count, keys=keys, max_in_flight=8, streams=1,
+        flags=["--handler_threads=16", "--stall_rate=1", f"--stall_ms={stall_ms}", RUNS],
+        timeout="300ms")
+    runs = w.runs()
+    assert sorted((r.key, r.seq) for r in runs) == sorted(expected_records(count, keys))
+    assert all(r.answer == "FAIL" for r in runs), runs  # each stall ended on its Cancel
+    first_start = min(r.start_ns for r in runs)
+    assert committed_ns < first_start + stall_ms * 1_000_000
+    assert scenario.end_offsets_total("runslow-dlq") == count
+    assert (progress(log, "failed"), progress(log, "acked")) == (count, 0)
+    assert progress(log, "not_attempted") > 0, "no later member was cancelled"
+    stats = w.stats()
+    assert stats["credit_violations"] == 0, stats
+    assert stats["events_received"] == count + progress(log, "not_attempted"), stats
+
+
+# 14. kill -9 of the worker mid-run: the unanswered members of its runs are
+# redelivered to the restarted worker; nothing is lost, each key's first
+# handler runs start in produce order and each record is acked once.
+def test_runs_worker_killed_mid_run_redelivers(scenario):
+    s = scenario
+    count, keys, partitions = 400, 8, 2
+    flags = ["--handler_threads=8", "--work_us=20000", "--record_flush", RUNS]
+    s.start_cluster(["runkill", "runkill-dlq"], partitions)
+    first = s.start_worker("first", 16, flags)
+    ferry = s.start_ferry(ferry_config(
+        s.bootstrap, GROUP, ["runkill"],
+        [processor_yaml("default", _target(first), streams=2)], dead_letter_topic="runkill-dlq"))
+    s.produce("runkill", count, keys, partitions)
+    _wait_lines(s, first.record, count // 4, first.proc)
+    first.proc.signal(signal.SIGKILL)
+    assert first.proc.wait(10) == -signal.SIGKILL
+    second = s.start_worker("second", 16, flags, port=first.port)
+    s.wait_committed("runkill", GROUP, ferry)
+    _stop(s, ferry)
+    _stop(s, second.proc)
+
+    runs1, runs2 = first.runs(), second.runs()
+    assert runs1 and runs2 and len(runs1) < count, (len(runs1), len(runs2))
+    acked = {(r.key, r.seq) for r in runs1 + runs2 if r.answer == "OK"}
+    assert acked == expected_records(count, keys), "nothing lost"
+    first_start = {}
+    for r in runs1 + runs2:
+        first_start[(r.key, r.seq)] = min(first_start.get((r.key, r.seq), r.start_ns), r.start_ns)
+    for key in {k for k, _ in first_start}:
+        seqs = sorted(q for k, q in first_start if k == key)
+        starts = [first_start[(key, q)] for q in seqs]
+        assert starts == sorted(starts), f"{key}: first runs out of produce order"
+    for key, rs in by_key_in_start_order(runs2).items():
+        assert [r.seq for r in rs] == sorted(r.seq for r in rs), key
+    log = ferry.text()
+    assert progress(log, "redelivered") > 0
+    assert progress(log, "run_events") > 0
+    assert (progress(log, "acked"), progress(log, "failed")) == (count, 0)

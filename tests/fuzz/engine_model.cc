@@ -45,12 +45,24 @@ Config MakeConfig(const ModelOptions& options) {
 
 }  // namespace
 
+bool EngineModel::GivenBack(const Delivery& delivery) {
+  return delivery.answer == v1::Result::NOT_ATTEMPTED && delivery.run_id != 0 &&
+         delivery.run_position > 1;
+}
+
+v1::Result::Status EngineModel::Effective(const Delivery& delivery) {
+  return delivery.answer == v1::Result::NOT_ATTEMPTED && !GivenBack(delivery) ? v1::Result::RETRY
+                                                                               : delivery.answer;
+}
+
 bool EngineModel::Held(const Delivery& delivery) const {
-  if (options_.policy != FailurePolicy::kBlock || delivery.state != DeliveryState::kAnswered) {
+  if (options_.policy != FailurePolicy::kBlock || delivery.state != DeliveryState::kAnswered ||
+      GivenBack(delivery)) {
     return false;
   }
-  return delivery.answer != v1::Result::OK &&
-         (delivery.answer != v1::Result::RETRY || delivery.attempt >= options_.max_attempts);
+  const v1::Result::Status answer = Effective(delivery);
+  return answer != v1::Result::OK &&
+         (answer != v1::Result::RETRY || delivery.attempt >= options_.max_attempts);
 }
 
 EngineModel::EngineModel(ModelOptions options) : options_(options) {
@@ -90,8 +102,10 @@ EngineModel::Fate EngineModel::FateOf(const OffsetModel& offset) const {
     case DeliveryState::kAnswered:
       break;
   }
-  if (delivery.answer == v1::Result::OK) return Fate::kFinished;
-  if (delivery.answer == v1::Result::RETRY && delivery.attempt < options_.max_attempts) {
+  if (GivenBack(delivery)) return Fate::kUnfinished;  // back in its lane
+  const v1::Result::Status answer = Effective(delivery);
+  if (answer == v1::Result::OK) return Fate::kFinished;
+  if (answer == v1::Result::RETRY && delivery.attempt < options_.max_attempts) {
     return Fate::kUnfinished;  // waiting out its backoff
   }
   // A terminal failure: `block` holds it, `skip` finishes it.

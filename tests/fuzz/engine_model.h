@@ -9,7 +9,10 @@
 //     credit its worker granted;
 //   * per-key order (topic "key") and per-partition order (topic
 //     "partition"): no event is dispatched while an earlier one of its key
-//     (partition) is certainly unfinished;
+//     (partition) is certainly unfinished, unless that one is in flight in
+//     the same run (workers that set Ready.max_run; core/engine/runs.h): a
+//     run member given back NOT_ATTEMPTED stays unfinished and keeps its
+//     attempt, while NOT_ATTEMPTED of any other event is a RETRY;
 //   * the engine's snapshot adds up (in flight, buffered, per stream), and
 //     what a worker calls itself is bounded and sanitised;
 //   * nothing is lost: Drain() answers everything OK and then every
@@ -86,7 +89,8 @@ class EngineModel {
   // Streams are named by index among the open ones (wrapping around); a
   // closed or reset stream is replaced by a new one, as the pool does.
   int OpenStream();  // a new stream (not ready)
-  absl::Status Ready(int stream, uint32_t credit);
+  // `max_run` > 1: the worker takes runs.
+  absl::Status Ready(int stream, uint32_t credit, uint32_t max_run = 0);
   absl::Status Credit(int stream, uint32_t credit);
   // A Results message answering the pick-th event in flight on the stream
   // (none: credit only).
@@ -125,6 +129,8 @@ class EngineModel {
     int64_t deadline_ms = 0;
     DeliveryState state = DeliveryState::kOutstanding;
     v1::Result::Status answer = v1::Result::STATUS_UNSPECIFIED;
+    uint64_t run_id = 0;   // Event.run_id (0: sent alone)
+    int run_position = 0;  // from 1 in its run
   };
   struct OffsetModel {
     int key = 0;
@@ -159,6 +165,12 @@ class EngineModel {
   enum class Fate { kUnfinished, kFinished, kUnknown };
 
   Fate FateOf(const OffsetModel& offset) const;
+  // A run member after the first answered NOT_ATTEMPTED: back in its lane,
+  // no attempt counted.
+  static bool GivenBack(const Delivery& delivery);
+  // The answer as the engine applies it: NOT_ATTEMPTED of an event that is
+  // not given back is a RETRY.
+  static v1::Result::Status Effective(const Delivery& delivery);
   // A terminal failure that `block` holds.
   bool Held(const Delivery& delivery) const;
   static const char* FateName(Fate fate);
@@ -172,7 +184,8 @@ class EngineModel {
   absl::Status AfterStep();
   absl::Status CollectDispatches(int index);
   absl::Status CheckDispatch(const v1::Event& event, int stream_index);
-  absl::Status CheckOrder(const PartitionModel& partition, int64_t offset, int key) const;
+  absl::Status CheckOrder(const PartitionModel& partition, int64_t offset, int key,
+                          uint64_t run_id) const;
   absl::Status CheckCommit(const PartitionModel& partition, int64_t position,
                            const char* where) const;
   absl::Status CheckSnapshot() const;
@@ -191,6 +204,7 @@ class EngineModel {
   std::deque<StreamModel> streams_;  // deque: references stay valid as it grows
   std::map<uint64_t, Delivery> deliveries_;
   std::set<uint64_t> outstanding_;  // deliveries in kOutstanding
+  std::map<uint64_t, int> run_members_;  // run id -> members seen so far
   std::vector<WorkerStream*> reset_requests_;
   uint64_t next_epoch_ = 1;
 };

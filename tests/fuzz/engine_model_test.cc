@@ -27,14 +27,19 @@ absl::Status RandomStep(EngineModel& model, std::mt19937_64& random) {
   if (choice < 30) return model.Submit(pick(64), pick(8));
   if (choice < 55) {
     static constexpr v1::Result::Status kStatuses[] = {
-        v1::Result::OK, v1::Result::OK, v1::Result::OK, v1::Result::RETRY, v1::Result::FAIL};
+        v1::Result::OK,   v1::Result::OK, v1::Result::OK, v1::Result::RETRY,
+        v1::Result::FAIL, v1::Result::NOT_ATTEMPTED};
     const v1::Result::Status status =
-        pick(200) == 0 ? static_cast<v1::Result::Status>(7) : kStatuses[pick(5)];
+        pick(200) == 0 ? static_cast<v1::Result::Status>(7) : kStatuses[pick(6)];
     return model.Answer(pick(8), pick(64), status, pick(4) == 0 ? 0 : 1,
                         pick(4) == 0 ? pick(3000) : 0);
   }
   if (choice < 62) return model.Credit(pick(8), pick(4));
-  if (choice < 67) return model.Ready(pick(8), pick(6) + (pick(10) == 0 ? 0 : 1));
+  if (choice < 67) {
+    // Half the workers take runs (Ready.max_run 2..5).
+    return model.Ready(pick(8), pick(6) + (pick(10) == 0 ? 0 : 1),
+                       pick(2) == 0 ? 0 : pick(4) + 2);
+  }
   if (choice < 77) return model.Tick(absl::Milliseconds(pick(4) == 0 ? 11000 : pick(1500)));
   if (choice < 84) return model.Commit();
   if (choice < 86) return model.CloseStream(pick(8));

@@ -18,7 +18,8 @@ namespace {
 
 bool KnownStatus(v1::Result::Status status) {
   return status == v1::Result::OK || status == v1::Result::RETRY ||
-         status == v1::Result::FAIL || status == v1::Result::STATUS_UNSPECIFIED;
+         status == v1::Result::FAIL || status == v1::Result::STATUS_UNSPECIFIED ||
+         status == v1::Result::NOT_ATTEMPTED;
 }
 
 }  // namespace
@@ -34,9 +35,10 @@ int EngineModel::OpenStream() {
   return open - 1;  // the newest open stream
 }
 
-absl::Status EngineModel::Ready(int stream, uint32_t credit) {
+absl::Status EngineModel::Ready(int stream, uint32_t credit, uint32_t max_run) {
   v1::ProcessResponse response;
   response.mutable_ready()->set_max_in_flight(credit);
+  response.mutable_ready()->set_max_run(max_run);
   response.mutable_ready()->set_worker_name("model");
   return Respond(stream, response);
 }
@@ -96,7 +98,7 @@ absl::Status EngineModel::RespondTo(StreamModel& stream, const v1::ProcessRespon
   switch (response.kind_case()) {
     case v1::ProcessResponse::kReady:
       engine_->OnReady(model->engine_id, response.ready().max_in_flight(),
-                       response.ready().worker_name());
+                       response.ready().worker_name(), response.ready().max_run());
       if (!model->ready) {
         model->ready = true;  // a second Ready is ignored (and counted)
         model->granted += response.ready().max_in_flight();
@@ -180,6 +182,22 @@ absl::Status EngineModel::Tick(absl::Duration advance) {
   std::vector<uint64_t> maybe_expired;
   for (uint64_t id : outstanding_) {
     if (deliveries_.at(id).deadline_ms <= now_ms + 1) maybe_expired.push_back(id);
+  }
+  // A run member that expires takes the later members of its run with it
+  // (cancelled and given back).
+  std::map<uint64_t, int> runs_cut;  // run id -> first position maybe expired
+  for (uint64_t id : maybe_expired) {
+    const Delivery& delivery = deliveries_.at(id);
+    if (delivery.run_id == 0) continue;
+    auto [it, added] = runs_cut.emplace(delivery.run_id, delivery.run_position);
+    if (!added) it->second = std::min(it->second, delivery.run_position);
+  }
+  for (uint64_t id : outstanding_) {
+    const Delivery& delivery = deliveries_.at(id);
+    auto it = runs_cut.find(delivery.run_id);
+    if (delivery.run_id != 0 && it != runs_cut.end() && delivery.run_position > it->second) {
+      maybe_expired.push_back(id);
+    }
   }
   for (uint64_t id : maybe_expired) SetState(id, deliveries_.at(id), DeliveryState::kUnknown);
   engine_->OnTimer();
@@ -273,7 +291,11 @@ absl::Status EngineModel::CheckDispatch(const v1::Event& event, int stream) {
     if (previous.state == DeliveryState::kOutstanding || FateOf(offset) == Fate::kFinished) {
       return absl::InternalError(absl::StrCat(what, ": the offset is ", Describe(offset)));
     }
-    const bool retry = previous.state == DeliveryState::kAnswered;
+    const bool retry = previous.state == DeliveryState::kAnswered && !GivenBack(previous);
+    if (GivenBack(previous) && event.attempt() != previous.attempt) {
+      return absl::InternalError(absl::StrCat(what, ": a member given back NOT_ATTEMPTED must ",
+                                              "keep attempt ", previous.attempt));
+    }
     if (previous.state == DeliveryState::kRequeued && event.attempt() != previous.attempt) {
       return absl::InternalError(absl::StrCat(what, ": a redelivery must keep attempt ",
                                               previous.attempt));
@@ -286,7 +308,7 @@ absl::Status EngineModel::CheckDispatch(const v1::Event& event, int stream) {
     return absl::InternalError(absl::StrCat(what, ": a first dispatch must be attempt 1"
                                             " of an offset not skipped"));
   }
-  absl::Status order = CheckOrder(*partition, event.offset(), offset.key);
+  absl::Status order = CheckOrder(*partition, event.offset(), offset.key, event.run_id());
   if (!order.ok()) return absl::InternalError(absl::StrCat(what, ": ", order.message()));
   Delivery delivery;
   delivery.partition = static_cast<int>(partition - partitions_.data());
@@ -295,6 +317,8 @@ absl::Status EngineModel::CheckDispatch(const v1::Event& event, int stream) {
   delivery.stream = stream;
   delivery.attempt = event.attempt();
   delivery.deadline_ms = event.deadline_ms();
+  delivery.run_id = event.run_id();
+  delivery.run_position = event.run_id() == 0 ? 0 : ++run_members_[event.run_id()];
   delivery.state = DeliveryState::kAnswered;  // SetState moves it to kOutstanding
   Delivery& stored = deliveries_[event.id()] = delivery;
   SetState(event.id(), stored, DeliveryState::kOutstanding);
@@ -303,11 +327,16 @@ absl::Status EngineModel::CheckDispatch(const v1::Event& event, int stream) {
 }
 
 absl::Status EngineModel::CheckOrder(const PartitionModel& partition, int64_t offset,
-                                     int key) const {
+                                     int key, uint64_t run_id) const {
   if (partition.ordering == Ordering::kUnordered) return absl::OkStatus();
   for (const auto& [earlier, model] : partition.offsets) {
     if (earlier >= offset) break;
     if (partition.ordering == Ordering::kKey && model.key != key) continue;
+    if (run_id != 0 && model.latest != 0) {
+      const Delivery& previous = deliveries_.at(model.latest);
+      // An earlier member of the same run: the worker handles them in order.
+      if (previous.run_id == run_id && previous.state == DeliveryState::kOutstanding) continue;
+    }
     if (FateOf(model) == Fate::kUnfinished) {
       return absl::InternalError(absl::StrCat(
           partition.ordering == Ordering::kKey ? "per-key" : "per-partition",
@@ -432,8 +461,19 @@ absl::Status EngineModel::DrainRound(int round) {
     if (!held.blocked || !held.lowest_unfinished.has_value()) continue;
     PartitionModel* partition = Find(held.partition.topic, held.partition.partition);
     if (partition == nullptr) continue;
-    absl::Status status = SkipAt(*partition, *held.lowest_unfinished);
-    if (!status.ok()) return status;
+    // A worker that answers a run's members out of order can have one held
+    // above a member given back behind it in its lane: skip what is held.
+    std::vector<int64_t> to_skip = {*held.lowest_unfinished};
+    for (const auto& [offset, model] : partition->offsets) {
+      if (offset != to_skip.front() && model.latest != 0 && !model.skipped &&
+          Held(deliveries_.at(model.latest))) {
+        to_skip.push_back(offset);
+      }
+    }
+    for (int64_t offset : to_skip) {
+      absl::Status status = SkipAt(*partition, offset);
+      if (!status.ok()) return status;
+    }
   }
   // Retries wait out their backoff; a worker's retry_after_ms may be long.
   return Tick(round % 10 == 9 ? absl::Hours(24 * 60) : absl::Milliseconds(1100));

@@ -32,13 +32,16 @@ absl::Status Step(EngineModel& model, FuzzedDataProvider& input) {
     case 3:
       return model.WorkerBytes(stream, input.ConsumeRandomLengthString(2048));
     case 4: {
-      const auto status = static_cast<ferry::v1::Result::Status>(input.ConsumeIntegralInRange(0, 4));
+      // 0..4 are the protocol's statuses (4: NOT_ATTEMPTED), 5 an unknown one.
+      const auto status =
+          static_cast<ferry::v1::Result::Status>(input.ConsumeIntegralInRange(0, 5));
       const uint32_t credit = input.ConsumeIntegralInRange<uint32_t>(0, 3);
       const uint32_t retry_after_ms = input.ConsumeBool() ? input.ConsumeIntegral<uint32_t>() : 0;
       return model.Answer(stream, pick, status, credit, retry_after_ms);
     }
     case 5:
-      return model.Ready(stream, input.ConsumeIntegralInRange<uint32_t>(0, 16));
+      return model.Ready(stream, input.ConsumeIntegralInRange<uint32_t>(0, 16),
+                         input.ConsumeIntegralInRange<uint32_t>(0, 6));
     case 6:
       return model.Credit(stream, input.ConsumeIntegral<uint32_t>() % 8);
     case 7:

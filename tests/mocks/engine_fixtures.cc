@@ -62,10 +62,21 @@ std::vector<int64_t> Offsets(const std::vector<v1::Event>& events) {
   return offsets;
 }
 
-int64_t Connect(Engine& engine, WorkerStream& stream, uint32_t credit, int processor) {
+int64_t Connect(Engine& engine, WorkerStream& stream, uint32_t credit, int processor,
+                uint32_t max_run) {
   const int64_t id = engine.AddStream(processor, &stream);
-  engine.OnReady(id, credit);
+  engine.OnReady(id, credit, "", max_run);
   return id;
+}
+
+v1::Results ResultsFor(const std::vector<std::pair<uint64_t, v1::Result::Status>>& results) {
+  v1::Results message;
+  for (const auto& [id, status] : results) {
+    v1::Result* result = message.add_results();
+    result->set_id(id);
+    result->set_status(status);
+  }
+  return message;
 }
 
 std::optional<int64_t> CommitOffset(const Engine& engine, const TopicPartition& tp) {

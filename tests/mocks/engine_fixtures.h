@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config/config.h"
@@ -51,8 +52,13 @@ v1::Results ResultFor(uint64_t id, v1::Result::Status status, const std::string&
 std::vector<int64_t> Offsets(const std::vector<v1::Event>& events);
 
 // Adds `stream` to processor `processor` of `engine` and makes it Ready with
-// `credit`; returns its stream id.
-int64_t Connect(Engine& engine, WorkerStream& stream, uint32_t credit, int processor = 0);
+// `credit` (and Ready.max_run = `max_run`: above 1 it takes runs); returns its
+// stream id.
+int64_t Connect(Engine& engine, WorkerStream& stream, uint32_t credit, int processor = 0,
+                uint32_t max_run = 0);
+
+// A Results message with one result per (id, status), in that order.
+v1::Results ResultsFor(const std::vector<std::pair<uint64_t, v1::Result::Status>>& results);
 
 // The offset `engine` would commit for `tp` (or partition `partition` of
 // topic "t"); nullopt if nothing is pending there.
