@@ -227,7 +227,12 @@ void EngineStats::Dispatched(int processor, int type_index, absl::Duration waite
 void EngineStats::Result(int processor, int type_index, ResultStatus status,
                          absl::Duration took) {
   Series& series = For(processor, type_index);
-  series.processing->Observe(absl::ToDoubleSeconds(took));
+  // A run member answered NOT_ATTEMPTED was never handled: its wait behind
+  // the member that failed is not processing time (it is counted, and its
+  // next dispatch observes the enqueue histogram again).
+  if (status != ResultStatus::kNotAttempted) {
+    series.processing->Observe(absl::ToDoubleSeconds(took));
+  }
   series.results[static_cast<size_t>(status)]->Increment();
 }
 

@@ -242,6 +242,8 @@ TEST_F(EngineStatsTest, RunsAndNotAttemptedResults) {
   EXPECT_EQ(metrics.Value("ferry_run_events_total", {{"processor", "slow"}}), 5);
   // 3 first attempts and the retry; the member given back is not an attempt.
   EXPECT_EQ(metrics.Value("ferry_attempts_total", slow_a), 4);
+  // Handled: the OK and the RETRY; the member given back was not processing.
+  EXPECT_EQ(metrics.Value("ferry_processing_duration_seconds_count", slow_a), 2);
 }
 
 TEST_F(EngineStatsTest, DuplicatesPoisonAndRevokedDrops) {

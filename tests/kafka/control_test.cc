@@ -468,11 +468,13 @@ TEST_F(ControlTest, SkipUnblocksAPartitionHeldByASilentWorker) {
   constexpr char kGroup[] = "ferry-control-skip";
   ASSERT_TRUE(broker().CreateTopic(kTopic, 1).ok());
   ASSERT_TRUE(broker().CreateTopic(kDeadLetters, 1).ok());
-  // One key: one lane, one event in flight at a time. The worker holds every
-  // event for ten minutes: it never answers within the test.
+  // One key: one lane, one event in flight at a time (the worker takes no
+  // runs, so offset+3 stays queued behind the stuck one). The worker holds
+  // every event for ten minutes: it never answers within the test.
   ASSERT_TRUE(Produce(bootstrap(), kTopic, 10, 1, 1).ok());
-  absl::StatusOr<Worker> worker = StartWorker(
-      "silent", /*max_in_flight=*/8, 0, {"--stall_rate=1", "--stall_ms=600000"});
+  absl::StatusOr<Worker> worker =
+      StartWorker("silent", /*max_in_flight=*/8, 0,
+                  {"--stall_rate=1", "--stall_ms=600000", "--max_run=1"});
   ASSERT_TRUE(worker.ok()) << worker.status();
   absl::StatusOr<Subprocess> ferry = StartFerry(
       FerryConfig(bootstrap(), kGroup, kTopic, absl::StrCat("ipv4:127.0.0.1:", worker->port), 1,

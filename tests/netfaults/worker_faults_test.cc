@@ -197,12 +197,14 @@ TEST_F(WorkerFaultsTest, VanishedWorkerHostsEventsAreRedeliveredNotTimedOut) {
   constexpr int kKeys = 200;
   SetUpCluster("vanish", events, kKeys);
   // `holder` starts every event and holds it (far past the event timeout);
-  // it answers nothing, so whatever it gets must reach `survivor`.
+  // it answers nothing, so whatever it gets must reach `survivor`. It takes
+  // no runs: a run's later members would wait, unstarted, behind the first.
   Worker holder;
   Worker survivor;
   const int holder_port = StartProxiedWorker(
       "holder",
       {"--stall_rate=1", "--stall_ms=600000", "--handler_threads=64", "--record_flush",
+       "--max_run=1",
        absl::StrCat("--record_starts=", TempPath("starts-holder"))},
       &holder);
   const int survivor_port = StartProxiedWorker(
