@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,11 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-
-	"github.com/ferry/ferry/clients/go/ferrypb"
+	"github.com/ferry/ferry/clients/go/internal/benchdrive"
 	"github.com/ferry/ferry/clients/go/internal/childtest"
 )
 
@@ -60,61 +55,7 @@ func BenchmarkExampleWorker(b *testing.B) {
 			b.Fatal("no port file")
 		}
 	}
-	conn, err := grpc.NewClient("127.0.0.1:"+port, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.Background(), "ferry-results-credit", "1"))
-	defer cancel()
-	stream, err := ferrypb.NewProcessorClient(conn).Process(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := stream.Recv()
-	if err != nil {
-		b.Fatal(err)
-	}
-	credit := int(m.GetReady().GetMaxInFlight())
-	credits := make(chan int, 1024)
-	go func() {
-		defer close(credits)
-		for {
-			m, err := stream.Recv()
-			if err != nil {
-				return
-			}
-			if n := m.GetResults().GetCredit(); n > 0 {
-				credits <- int(n)
-			}
-		}
-	}()
-	payload := []byte(strings.Repeat("x", 64))
-	cpu0 := processCPU(b, cmd.Process.Pid)
-	b.ResetTimer()
-	var id uint64
-	for sent, done := 0, 0; done < b.N; {
-		for credit > 0 && sent < b.N {
-			evs := make([]*ferrypb.Event, min(credit, 64, b.N-sent))
-			for i := range evs {
-				id++
-				evs[i] = &ferrypb.Event{Id: id, Topic: "orders", Partition: 1, Offset: int64(id),
-					Key: []byte("key"), Type: "orders", Payload: payload, Attempt: 1}
-				if runLen > 1 {
-					evs[i].RunId = 1 + uint64(i/runLen)
-				}
-			}
-			childtest.SendEvents(b, stream, evs)
-			credit -= len(evs)
-			sent += len(evs)
-		}
-		n, open := <-credits
-		if !open {
-			b.Fatal("stream ended")
-		}
-		credit += n
-		done += n
-	}
-	b.StopTimer()
+	var cpu0 time.Duration
+	benchdrive.Drive(b, "127.0.0.1:"+port, 64, runLen, func() { cpu0 = processCPU(b, cmd.Process.Pid) })
 	b.ReportMetric(float64((processCPU(b, cmd.Process.Pid)-cpu0).Nanoseconds())/1e3/float64(b.N), "worker-cpu-us/event")
 }
