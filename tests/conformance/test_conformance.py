@@ -219,25 +219,22 @@ def test_timeout_delivers_cancel(scenario):
     assert (progress(log, "failed"), progress(log, "acked")) == (count, 0)
 
 
-# 7. Worker restart -> redelivery: kill -9 the worker mid-stream, start it
-# again on the same port: ferry redelivers what was in flight on the dead
-# streams, every record is handled (at least once) and all is committed; each
-# key's first handler runs still start in produce order.
-def test_worker_restart_redelivers(scenario):
-    s = scenario
-    count, keys, partitions = 600, 30, 3
-    flags = ["--handler_threads=8", "--work_us=30000", "--record_flush"]
-    s.start_cluster(["restart", "restart-dlq"], partitions)
-    first = s.start_worker("first", 8, flags)
+def _kill_and_restart(s, topic, count, keys, partitions, credit, flags):
+    """Kills the worker (-9) a quarter of the way through and starts it again
+    on the same port; checks nothing was lost, each key's first handler runs
+    started in produce order and each record was acked once. Returns ferry's
+    log."""
+    s.start_cluster([topic, f"{topic}-dlq"], partitions)
+    first = s.start_worker("first", credit, flags)
     ferry = s.start_ferry(ferry_config(
-        s.bootstrap, GROUP, ["restart"],
-        [processor_yaml("default", _target(first), streams=2)], dead_letter_topic="restart-dlq"))
-    s.produce("restart", count, keys, partitions)
+        s.bootstrap, GROUP, [topic],
+        [processor_yaml("default", _target(first), streams=2)], dead_letter_topic=f"{topic}-dlq"))
+    s.produce(topic, count, keys, partitions)
     _wait_lines(s, first.record, count // 4, first.proc)
     first.proc.signal(signal.SIGKILL)
     assert first.proc.wait(10) == -signal.SIGKILL
-    second = s.start_worker("second", 8, flags, port=first.port)
-    s.wait_committed("restart", GROUP, ferry)
+    second = s.start_worker("second", credit, flags, port=first.port)
+    s.wait_committed(topic, GROUP, ferry)
     _stop(s, ferry)
     _stop(s, second.proc)
 
@@ -245,7 +242,7 @@ def test_worker_restart_redelivers(scenario):
     assert runs1 and runs2, (len(runs1), len(runs2))
     assert len(runs1) < count, "the first worker was killed mid-stream"
     acked = {(r.key, r.seq) for r in runs1 + runs2 if r.answer == "OK"}
-    assert acked == expected_records(count, keys)
+    assert acked == expected_records(count, keys), "nothing lost"
     first_start = {}
     for r in runs1 + runs2:
         first_start[(r.key, r.seq)] = min(first_start.get((r.key, r.seq), r.start_ns), r.start_ns)
@@ -259,7 +256,17 @@ def test_worker_restart_redelivers(scenario):
     log = ferry.text()
     assert progress(log, "redelivered") > 0
     assert (progress(log, "acked"), progress(log, "failed")) == (count, 0)  # each applied once
-    assert s.end_offsets_total("restart-dlq") == 0
+    assert s.end_offsets_total(f"{topic}-dlq") == 0
+    return log
+
+
+# 7. Worker restart -> redelivery: kill -9 the worker mid-stream, start it
+# again on the same port: ferry redelivers what was in flight on the dead
+# streams, every record is handled (at least once) and all is committed; each
+# key's first handler runs still start in produce order.
+def test_worker_restart_redelivers(scenario):
+    _kill_and_restart(scenario, "restart", count=600, keys=30, partitions=3, credit=8,
+                      flags=["--handler_threads=8", "--work_us=30000", "--record_flush"])
 
 
 # 8. Graceful stop: SIGTERM the worker while events are in flight. It finishes
@@ -430,37 +437,6 @@ def test_runs_timeout_cancels_later_members(scenario):
 # redelivered to the restarted worker; nothing is lost, each key's first
 # handler runs start in produce order and each record is acked once.
 def test_runs_worker_killed_mid_run_redelivers(scenario):
-    s = scenario
-    count, keys, partitions = 400, 8, 2
-    flags = ["--handler_threads=8", "--work_us=20000", "--record_flush", RUNS]
-    s.start_cluster(["runkill", "runkill-dlq"], partitions)
-    first = s.start_worker("first", 16, flags)
-    ferry = s.start_ferry(ferry_config(
-        s.bootstrap, GROUP, ["runkill"],
-        [processor_yaml("default", _target(first), streams=2)], dead_letter_topic="runkill-dlq"))
-    s.produce("runkill", count, keys, partitions)
-    _wait_lines(s, first.record, count // 4, first.proc)
-    first.proc.signal(signal.SIGKILL)
-    assert first.proc.wait(10) == -signal.SIGKILL
-    second = s.start_worker("second", 16, flags, port=first.port)
-    s.wait_committed("runkill", GROUP, ferry)
-    _stop(s, ferry)
-    _stop(s, second.proc)
-
-    runs1, runs2 = first.runs(), second.runs()
-    assert runs1 and runs2 and len(runs1) < count, (len(runs1), len(runs2))
-    acked = {(r.key, r.seq) for r in runs1 + runs2 if r.answer == "OK"}
-    assert acked == expected_records(count, keys), "nothing lost"
-    first_start = {}
-    for r in runs1 + runs2:
-        first_start[(r.key, r.seq)] = min(first_start.get((r.key, r.seq), r.start_ns), r.start_ns)
-    for key in {k for k, _ in first_start}:
-        seqs = sorted(q for k, q in first_start if k == key)
-        starts = [first_start[(key, q)] for q in seqs]
-        assert starts == sorted(starts), f"{key}: first runs out of produce order"
-    for key, rs in by_key_in_start_order(runs2).items():
-        assert [r.seq for r in rs] == sorted(r.seq for r in rs), key
-    log = ferry.text()
-    assert progress(log, "redelivered") > 0
+    log = _kill_and_restart(scenario, "runkill", count=400, keys=8, partitions=2, credit=16,
+                            flags=["--handler_threads=8", "--work_us=20000", "--record_flush", RUNS])
     assert progress(log, "run_events") > 0
-    assert (progress(log, "acked"), progress(log, "failed")) == (count, 0)
