@@ -33,6 +33,36 @@ def parse_variant(variant: str) -> tuple[str, str, str, bool]:
     return ordering, worker_kind, extra, unix
 
 
+def cpu_window(idle, first, done):
+    """The two CPU samples, each (t, ferry_cpu, worker_cpu, acked), that
+    bracket a variant's events: from the first progress line with events
+    acked to the one with all of them, so start-up is not charged. A short run
+    (bench/smoke) can ack everything within one progress interval; then the
+    window starts at the last sample with nothing acked yet. None if no
+    events fall inside either window."""
+    if done is None:
+        return None
+    for start in (first, idle):
+        if start is not None and done[3] > start[3]:
+            return start, done
+    return None
+
+
+def set_headline_rate(result: dict, stats, rate, how: dict, timed_out: bool) -> None:
+    """The headline rate: first to last handler call where the worker says
+    (same definition as baselines A and B), else ferry's progress lines. The
+    worker writes its final stats as it stops (a short run can end before its
+    periodic rewrite), so `stats` is read only after it stopped."""
+    if stats and stats["events"] > 1 and stats["last_wall_us"] > stats["first_wall_us"]:
+        secs = (stats["last_wall_us"] - stats["first_wall_us"]) / 1e6
+        result["rate_worker"] = (stats["events"] - 1) / secs
+        result["worker_seconds"] = round(secs, 3)
+        result["worker_events"] = stats["events"]
+    result["rate"] = rate if timed_out else (result.get("rate_worker") or rate)
+    result["rate_source"] = ("worker: first to last handler call" if result.get("rate_worker")
+                             and not timed_out else how.get("method"))
+
+
 def run_ferry_variant(args, out: Path, broker: Broker, topic: str, total: int, variant: str) -> dict:
     ordering, worker_kind, extra, unix = parse_variant(variant)
     name = variant.replace("+", "-")
@@ -44,7 +74,9 @@ def run_ferry_variant(args, out: Path, broker: Broker, topic: str, total: int, v
     try:
         ferry = Ferry(out, name, broker.bootstrap, topic, ordering, target, extra=extra)
         deadline = time.monotonic() + args.max_seconds
-        first = None  # (t, ferry_cpu, worker_cpu, acked)
+        # CPU samples, each (t, ferry_cpu, worker_cpu, acked); see cpu_window.
+        idle = (time.monotonic(), ferry.proc.cpu(), worker.cpu(), 0)
+        first = None
         done_at = None
         last = None
         timed_out = False
@@ -55,6 +87,8 @@ def run_ferry_variant(args, out: Path, broker: Broker, topic: str, total: int, v
             line = ferry.poll_progress()
             if line is not None:
                 last = line
+                if line["acked"] == 0:
+                    idle = (time.monotonic(), ferry.proc.cpu(), worker.cpu(), 0)
                 if first is None and line["acked"] > 0:
                     first = (time.monotonic(), ferry.proc.cpu(), worker.cpu(), line["acked"])
                 if line["acked"] >= total and done_at is None:
@@ -77,30 +111,19 @@ def run_ferry_variant(args, out: Path, broker: Broker, topic: str, total: int, v
         result["rate_progress"] = rate
         result["rate_progress_how"] = how
         result["ferry_peak_rss_mib"] = round((proc_status_kib(ferry.proc.pid, "VmHWM") or 0) / 1024, 1)
-        events_window = done_at[3] - first[3]
-        if events_window > 0:
-            result["cpu_s_per_m_ferry"] = round((done_at[1] - first[1]) / events_window * 1e6, 2)
-            result["cpu_s_per_m_worker"] = round((done_at[2] - first[2]) / events_window * 1e6, 2)
+        window = cpu_window(idle, first, done_at)
+        if window is not None:
+            start, end = window
+            events_window = end[3] - start[3]
+            result["cpu_s_per_m_ferry"] = round((end[1] - start[1]) / events_window * 1e6, 2)
+            result["cpu_s_per_m_worker"] = round((end[2] - start[2]) / events_window * 1e6, 2)
+            result["cpu_window_from_idle"] = start is idle
     finally:
         if ferry is not None:
             rc = ferry.proc.stop(30)
             result["ferry_exit"] = rc
         worker.stop(15)
-    # The worker writes its final stats as it stops: a short run can end
-    # before its periodic rewrite, so they are read only now.
-    stats = read_stats(stats_path)
-    if stats and stats["events"] > 1 and stats["last_wall_us"] > stats["first_wall_us"]:
-        secs = (stats["last_wall_us"] - stats["first_wall_us"]) / 1e6
-        result["rate_worker"] = (stats["events"] - 1) / secs
-        result["worker_seconds"] = round(secs, 3)
-        result["worker_events"] = stats["events"]
-    # The headline rate: first to last handler call where the worker says
-    # (same definition as baselines A and B), else ferry's progress lines.
-    result["rate"] = result.get("rate_worker") or rate
-    if timed_out:
-        result["rate"] = rate
-    result["rate_source"] = ("worker: first to last handler call" if result.get("rate_worker")
-                             and not timed_out else how.get("method"))
+    set_headline_rate(result, read_stats(stats_path), rate, how, timed_out)
     log(f"ferry {name}: {fmt_rate(result.get('rate'))} ev/s"
         f"{' (partial: stopped after ' + str(args.max_seconds) + 's)' if result.get('partial') else ''}"
         f", ferry RSS peak {result.get('ferry_peak_rss_mib')} MiB,"

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 import harness_procs  # noqa: E402
-from harness_phases import parse_variant  # noqa: E402
+from harness_phases import cpu_window, parse_variant  # noqa: E402
 from harness_procs import HarnessError  # noqa: E402
 from harness_report import headline, summarize  # noqa: E402
 
@@ -45,6 +45,23 @@ def full_result() -> dict:
         "memory": {"backlog": 10, "ferry_peak_rss_mib": 140.5},
         "errors": [],
     }
+
+
+class CpuWindowTest(unittest.TestCase):
+    IDLE = (0.0, 0.1, 0.1, 0)
+
+    def test_progress_window_when_it_holds_events(self):
+        first, done = (1.0, 0.5, 0.2, 100), (2.0, 1.5, 0.6, 1000)
+        self.assertEqual(cpu_window(self.IDLE, first, done), (first, done))
+
+    def test_falls_back_to_idle_when_one_line_acked_everything(self):
+        # bench/smoke's 20,000 events can be acked within one progress interval.
+        first = done = (1.0, 0.5, 0.2, 20000)
+        self.assertEqual(cpu_window(self.IDLE, first, done), (self.IDLE, done))
+
+    def test_none_without_events(self):
+        self.assertIsNone(cpu_window(self.IDLE, None, None))
+        self.assertIsNone(cpu_window(self.IDLE, None, (1.0, 0.5, 0.2, 0)))
 
 
 class ParseVariantTest(unittest.TestCase):
