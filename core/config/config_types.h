@@ -89,6 +89,51 @@ struct TlsFiles {
   bool enabled = false;  // the `tls:` section is present
 };
 
+// processors[].rate_limit: a token bucket at dispatch (core/engine/rate_limiter.h).
+// Events wait in their queues while it is empty; nothing is dropped.
+struct RateLimitConfig {
+  // Events per second; 0 means no limit.
+  double events_per_second = 0;
+  // Most tokens the bucket holds: events that may go at once after a quiet
+  // spell. 0 means the default: events_per_second / 10 (100 ms worth), at
+  // least 1.
+  int64_t burst = 0;
+  bool limited() const { return events_per_second > 0; }
+  // burst, or its default.
+  int64_t EffectiveBurst() const;
+};
+
+// processors[].concurrency: how many events the processor's workers may hold
+// together. `fixed` (the default): streams x max_in_flight and the workers'
+// own credit. `adaptive`: ferry moves its own limit below that from the
+// latency and drops it sees (core/engine/concurrency_limiter.h).
+enum class ConcurrencyMode { kFixed, kAdaptive };
+struct ConcurrencyConfig {
+  ConcurrencyMode mode = ConcurrencyMode::kFixed;
+  // adaptive: where the limit starts, and the least it goes to. Both are
+  // capped by streams x max_in_flight.
+  int initial_limit = 20;
+  int min_limit = 1;
+};
+
+// processors[].circuit_breaker (core/engine/circuit_breaker.h). Off by
+// default; `circuit_breaker: on` takes these defaults.
+struct CircuitBreakerConfig {
+  bool enabled = false;
+  // Opens when, among the outcomes of the last `window`, there are at least
+  // min_outcomes and failure_ratio or more of them were RETRY, FAIL or
+  // timeouts.
+  double failure_ratio = 0.5;
+  int min_outcomes = 20;
+  absl::Duration window = absl::Seconds(10);
+  // Open: nothing is dispatched for open_for, then `probes` events go
+  // (half-open). All succeed: closed. One fails: open again, for twice as
+  // long, up to open_max.
+  absl::Duration open_for = absl::Seconds(1);
+  absl::Duration open_max = absl::Seconds(30);
+  int probes = 3;
+};
+
 struct ProcessorConfig {
   std::string name;
   // gRPC target: `dns:///svc:port`, `ipv4:127.0.0.1:1,127.0.0.1:2`, `unix:/p`.
@@ -126,6 +171,10 @@ struct ProcessorConfig {
   TlsFiles tls;
   // `keepalive:` on that channel: how soon a vanished worker is noticed.
   KeepaliveConfig keepalive = {};
+  // Protecting what the workers call (README "Protecting downstream").
+  RateLimitConfig rate_limit;
+  ConcurrencyConfig concurrency;
+  CircuitBreakerConfig circuit_breaker;
 };
 
 // The lane count `lanes.count: auto` resolves to: four lanes per event the

@@ -194,6 +194,12 @@ class Engine {
   // those states on this replica.
   absl::StatusOr<std::string> SkipOffset(const TopicPartition& partition, int64_t offset);
 
+  // Operators' rate limits (group-wide, from the control log), by processor
+  // name: the whole set. A processor not in it goes back to its configured
+  // processors[].rate_limit; a RateLimitConfig with events_per_second 0
+  // lifts the limit. Names of no configured processor are ignored.
+  void SetRateLimits(const std::map<std::string, RateLimitConfig>& overrides);
+
   // Partitions held by a `block` failure; the consumer pauses them.
   std::vector<TopicPartition> BlockedPartitions() const;
   // Changes whenever the blocked set changes (cheap to poll).

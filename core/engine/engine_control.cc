@@ -154,3 +154,11 @@ std::optional<QueuedEvent> Engine::TakeStuckLocked(PartitionTable::Entry& entry,
 }
 
 }  // namespace ferry
+
+namespace ferry {
+// Filled in by the downstream-guard integration (issue 21).
+void Engine::SetRateLimits(const std::map<std::string, RateLimitConfig>& overrides) {
+  SendingLock lock(this);
+  (void)overrides;
+}
+}  // namespace ferry

@@ -90,10 +90,28 @@ struct StreamSnapshot {
   std::string worker_name;
 };
 
+// A processor's circuit breaker (core/engine/circuit_breaker.h).
+enum class BreakerState { kClosed = 0, kOpen = 1, kHalfOpen = 2 };
+const char* BreakerStateName(BreakerState state);  // "closed", "open", "half_open"
+
 struct ProcessorSnapshot {
   int connected_streams = 0;  // streams that sent Ready
   int64_t credit = 0;         // credit granted by the workers and not yet used
   int64_t in_flight = 0;      // events at its workers
+  // Protecting downstream (README "Protecting downstream"):
+  // the rate limit in force (0: none) and whether an operator set it;
+  double rate_limit_eps = 0;
+  int64_t rate_limit_burst = 0;
+  bool rate_limit_overridden = false;
+  // the in-flight limit in force (adaptive, or streams x max_in_flight), and
+  // whether it adapts;
+  int64_t concurrency_limit = 0;
+  bool concurrency_adaptive = false;
+  // the circuit breaker's state (kClosed when it is off) and how often it
+  // opened.
+  bool breaker_enabled = false;
+  BreakerState breaker_state = BreakerState::kClosed;
+  int64_t breaker_opened = 0;
 };
 
 struct EngineSnapshot {
