@@ -16,7 +16,10 @@
 //   --record_starts FILE one line "<key>\t<payload>\t<CLOCK_MONOTONIC ns>" written through as
 //                        each handler run starts (before any work: survives a kill mid-run)
 //   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n
-//                        cancelled=C\n" (C: handler runs that saw ferry's Cancel for their event)
+//                        cancelled=C\nlatency_count=L\nlatency_p50_us=P\nlatency_p99_us=Q\n"
+//                        (C: handler runs that saw ferry's Cancel for their event; L, P, Q:
+//                        handler runs and their latency quantiles, wait for a --pool_size
+//                        slot included, within 2%)
 //   --port_file FILE     after binding, write the port (atomically: temp file + rename)
 //   --tls_cert FILE, --tls_key FILE   serve TLS with this PEM certificate chain and key
 //   --tls_client_ca FILE require clients (ferry) to present a certificate signed by this
@@ -31,6 +34,13 @@
 //                        early when ferry cancels the event (the handler then answers FAIL,
 //                        which the SDK drops)
 //   --seed S             seed of the random choices
+// A simulated downstream (downstream_sim.h; both off by default):
+//   --pool_size N        a database with N connections: each event holds one for --work_us
+//                        and waits for a free one first, so latency grows with the events
+//                        handled at once beyond N (give --handler_threads enough threads)
+//   --unavailable_ms N   answer RETRY (retry_after --unavailable_retry_after_ms) to every event
+//                        handled within N ms of the first one this worker handled, then
+//                        recover: a downstream that is down for N ms
 // The --record line gets a sixth column with the answer: OK, RETRY or FAIL.
 // SIGTERM / SIGINT: graceful shutdown with a 5 s grace, then exit 0.
 // tests/conformance runs this worker and the Python, Go and plain-gRPC ones
@@ -56,6 +66,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "clients/cpp/examples/downstream_sim.h"
 #include "clients/cpp/worker.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "Address to serve on (port 0: any free port).");
@@ -85,6 +96,12 @@ ABSL_FLAG(double, retry_rate, 0, "Probability of answering RETRY.");
 ABSL_FLAG(double, stall_rate, 0, "Probability of holding an event for --stall_ms first.");
 ABSL_FLAG(int64_t, stall_ms, 2000, "How long a stalled event is held.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the random fault choices.");
+ABSL_FLAG(int, pool_size, 0,
+          "Simulated database pool: each event holds one of N slots for --work_us (0: off).");
+ABSL_FLAG(int64_t, unavailable_ms, 0,
+          "Answer RETRY to every event handled within N ms of the first one (0: off).");
+ABSL_FLAG(int64_t, unavailable_retry_after_ms, 0,
+          "The retry_after of --unavailable_ms's RETRY answers (0: ferry's own backoff).");
 
 namespace {
 
@@ -141,6 +158,10 @@ absl::Mutex starts_mu;
 absl::Duration work = absl::ZeroDuration();
 ferry::sdk::Worker* the_worker = nullptr;  // set before Start: handlers ask it about Cancel
 std::atomic<int64_t> cancelled_runs{0};    // handler runs that saw their event cancelled
+ferry::examples::SimulatedPool* pool = nullptr;      // set when --pool_size is given
+ferry::examples::Outage* outage = nullptr;           // set when --unavailable_ms is given
+ferry::examples::LatencyHistogram handler_latency;  // every handler run
+absl::Duration unavailable_retry_after = absl::ZeroDuration();
 
 bool IsCancelled(const ferry::v1::Event& event) {
   return the_worker != nullptr && the_worker->IsCancelled(event.id());
@@ -242,7 +263,21 @@ ferry::sdk::Outcome HandleEvent(const ferry::v1::Event& event) {
   }
   // Real work goes here. Return Outcome::Retry("why") to be called again later
   // or Outcome::Fail("why") to dead-letter the event; a throw counts as Fail.
-  if (work > absl::ZeroDuration()) absl::SleepFor(work);
+  const absl::Time started = absl::Now();
+  if (outage != nullptr && outage->Down(started)) {
+    // Down: answer at once, as a service that refuses connections would.
+    handler_latency.Record(absl::Now() - started);
+    const ferry::sdk::Outcome down =
+        ferry::sdk::Outcome::Retry("injected: unavailable", unavailable_retry_after);
+    if (recorder != nullptr) recorder->Record(event, start_ns, AnswerName(down));
+    return down;
+  }
+  if (pool != nullptr) {
+    pool->Call(work);
+  } else if (work > absl::ZeroDuration()) {
+    absl::SleepFor(work);
+  }
+  handler_latency.Record(absl::Now() - started);
   bool throw_it = false;
   const ferry::sdk::Outcome outcome =
       faults.Decide(event, &throw_it).value_or(ferry::sdk::Outcome::Ok());
@@ -283,6 +318,17 @@ int main(int argc, char** argv) {
 
   work = absl::Microseconds(absl::GetFlag(FLAGS_work_us));
   faults.Configure();
+  std::optional<ferry::examples::SimulatedPool> database;
+  if (const int size = absl::GetFlag(FLAGS_pool_size); size > 0) {
+    database.emplace(size);
+    pool = &*database;
+  }
+  std::optional<ferry::examples::Outage> down;
+  if (const int64_t ms = absl::GetFlag(FLAGS_unavailable_ms); ms > 0) {
+    down.emplace(absl::Milliseconds(ms));
+    outage = &*down;
+    unavailable_retry_after = absl::Milliseconds(absl::GetFlag(FLAGS_unavailable_retry_after_ms));
+  }
   Recorder record_file;
   if (const std::string path = absl::GetFlag(FLAGS_record); !path.empty()) {
     if (!record_file.Open(path, absl::GetFlag(FLAGS_record_flush))) {
@@ -348,7 +394,9 @@ int main(int argc, char** argv) {
         absl::StrCat("events_received=", (*worker)->events_received(), "\nmax_held=",
                      (*worker)->max_held(), "\ncredit_violations=",
                      (*worker)->credit_violations(), "\ncancelled=",
-                     cancelled_runs.load(), "\n");
+                     cancelled_runs.load(), "\nlatency_count=", handler_latency.count(),
+                     "\nlatency_p50_us=", handler_latency.QuantileMicros(0.5),
+                     "\nlatency_p99_us=", handler_latency.QuantileMicros(0.99), "\n");
     if (!WriteFileAtomically(path, stats)) {
       std::fprintf(stderr, "example_worker: cannot write --stats %s\n", path.c_str());
     }
