@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
@@ -38,10 +39,18 @@ void WriteFile(const std::string& path, const std::string& contents) {
 }
 
 absl::StatusOr<MockCluster> StartMockCluster(const std::string& topic, int partitions) {
+  return StartMockClusterWithTopics({topic}, partitions);
+}
+
+absl::StatusOr<MockCluster> StartMockClusterWithTopics(const std::vector<std::string>& topics,
+                                                       int partitions) {
+  if (topics.empty()) return absl::InvalidArgumentError("a mock cluster needs a topic");
+  const std::string& topic = topics.front();  // names the cluster's files
   const std::string bootstrap_file = TempPath(absl::StrCat("bootstrap-", topic));
   absl::StatusOr<Subprocess> process = Subprocess::Start(
       {"tests/tools/kafka_tool", "mock", absl::StrCat("--partitions=", partitions),
-       absl::StrCat("--topics=", topic), absl::StrCat("--bootstrap_file=", bootstrap_file)},
+       absl::StrCat("--topics=", absl::StrJoin(topics, ",")),
+       absl::StrCat("--bootstrap_file=", bootstrap_file)},
       TempPath(absl::StrCat("mock-", topic, ".log")));
   if (!process.ok()) return process.status();
   absl::StatusOr<std::string> bootstrap = WaitForFile(bootstrap_file, absl::Seconds(30));

@@ -34,6 +34,10 @@ struct MockCluster {
 };
 // `kafka_tool mock` with one topic of `partitions` partitions.
 absl::StatusOr<MockCluster> StartMockCluster(const std::string& topic, int partitions);
+// StartMockCluster with several topics (e.g. a topic and its dead-letter topic), each
+// of `partitions` partitions.
+absl::StatusOr<MockCluster> StartMockClusterWithTopics(const std::vector<std::string>& topics,
+                                                       int partitions);
 
 // `kafka_tool produce`: `count` records over `keys` keys, key-i pinned to
 // partition (i % keys) % partitions, payload = the key's sequence number.
