@@ -75,13 +75,18 @@ int64_t Median(std::vector<int64_t> values) {
 // ---- Adaptive concurrency against a database with a fixed pool ----
 
 constexpr int kPoolSize = 8;
-constexpr int64_t kWorkUs = 5000;  // the unloaded latency of one event
+// Each event's work. Long enough that the scheduling noise of a busy test
+// machine is small beside it; the pool then does 800 events/s.
+constexpr int64_t kWorkUs = 10000;
 
 // One run of ferry over `topic` against a fresh pooled worker.
 struct PoolRun {
   double events_per_second = 0;  // handler starts over the span of the run
   int64_t p50_us = 0;            // the worker's handler latency
   int64_t p99_us = 0;
+  // The latency when nothing waits for a slot: the median work as slept
+  // (a little over kWorkUs).
+  int64_t unloaded_us = 0;
   int64_t median_in_flight = -1;  // ferry's in flight (GetStatus) while the backlog lasted
   std::vector<int64_t> in_flight_samples;
 };
@@ -89,7 +94,7 @@ struct PoolRun {
 std::string Describe(const std::string& mode, const PoolRun& run) {
   return absl::StrCat(mode, ": ", static_cast<int64_t>(run.events_per_second),
                       " events/s, worker latency p50 ", run.p50_us / 1000.0, " ms, p99 ",
-                      run.p99_us / 1000.0, " ms (unloaded ", kWorkUs / 1000.0,
+                      run.p99_us / 1000.0, " ms (unloaded ", run.unloaded_us / 1000.0,
                       " ms), ferry in flight median ", run.median_in_flight);
 }
 
@@ -142,6 +147,8 @@ void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_
   EXPECT_EQ(stats.at("latency_count"), events);
   run->p50_us = stats.at("latency_p50_us");
   run->p99_us = stats.at("latency_p99_us");
+  run->unloaded_us = stats.at("service_p50_us");
+  EXPECT_GE(run->unloaded_us, kWorkUs);
   // The middle of the run: the backlog was there throughout, not ramping
   // up at the start nor draining at the end.
   const std::vector<int64_t>& s = run->in_flight_samples;
@@ -155,7 +162,7 @@ TEST(DownstreamTest, AdaptiveConcurrencyKeepsAPooledDownstreamNearItsUnloadedLat
   // 2000 keys, so that key order never limits what is in flight: with 512
   // credit (2 streams x 256) the fixed default sends far more than the pool
   // holds.
-  constexpr int kEvents = 8000;
+  constexpr int kEvents = 4000;  // about 5 s at the pool's pace
   constexpr int kKeys = 2000;
   constexpr int kPartitions = 4;
   absl::StatusOr<MockCluster> cluster =
@@ -175,11 +182,11 @@ TEST(DownstreamTest, AdaptiveConcurrencyKeepsAPooledDownstreamNearItsUnloadedLat
   ::testing::Test::RecordProperty("adaptive", Describe("adaptive", adaptive));
 
   // The fixed default queues hundreds of events at a pool of 8.
-  EXPECT_GT(fixed.p99_us, 2 * kWorkUs) << Describe("fixed", fixed);
+  EXPECT_GT(fixed.p99_us, 2 * fixed.unloaded_us) << Describe("fixed", fixed);
   EXPECT_GT(fixed.median_in_flight, 16 * kPoolSize) << Describe("fixed", fixed);
   // Adaptive settles near the pool size, where latency stays within twice
   // the unloaded one...
-  EXPECT_LE(adaptive.p99_us, 2 * kWorkUs) << Describe("adaptive", adaptive);
+  EXPECT_LE(adaptive.p99_us, 2 * adaptive.unloaded_us) << Describe("adaptive", adaptive);
   EXPECT_GE(adaptive.median_in_flight, kPoolSize / 2) << Describe("adaptive", adaptive);
   EXPECT_LE(adaptive.median_in_flight, 4 * kPoolSize) << Describe("adaptive", adaptive);
   // ...and the pool stays busy: the same work gets done.
@@ -216,6 +223,7 @@ TEST(DownstreamTest, RateLimitHoldsWithinFivePercentOverTwentySeconds) {
   int64_t first_ns = 0;
   const bool past_window = PollUntil(
       [&] {
+        if (ferry->TryWait().has_value()) return true;  // failed below, with its log
         absl::StatusOr<std::vector<HandledEvent>> read = ReadHandledEvents(worker->record_path);
         if (!read.ok() || read->empty()) return false;
         handled = *std::move(read);
@@ -229,6 +237,7 @@ TEST(DownstreamTest, RateLimitHoldsWithinFivePercentOverTwentySeconds) {
                handled.size() == static_cast<size_t>(kEvents);
       },
       absl::Seconds(60), absl::Milliseconds(500));
+  ASSERT_FALSE(ferry->TryWait().has_value()) << "ferry exited\n" << LogTail(*ferry);
   EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0) << LogTail(*ferry);
   ASSERT_EQ(StopWorker(*worker), 0);
   ASSERT_TRUE(past_window) << handled.size() << " events handled in 60 s\n" << LogTail(*ferry);

@@ -10,13 +10,27 @@ namespace {
 constexpr double kGrowth = 1.02;
 }  // namespace
 
-void SimulatedPool::Call(absl::Duration work) {
-  mu_.LockWhen(absl::Condition(this, &SimulatedPool::SlotFree));
-  --free_;
+absl::Duration SimulatedPool::Call(absl::Duration work) {
+  mu_.Lock();
+  const Ticket ticket{this, next_ticket_++};
+  mu_.Await(absl::Condition(&Admitted, &ticket));
   mu_.Unlock();
+  const absl::Time start = absl::Now();
   absl::SleepFor(work);  // the query, holding its connection
+  const absl::Duration held = absl::Now() - start;
   absl::MutexLock lock(&mu_);
-  ++free_;
+  ++admitted_;
+  return held;
+}
+
+int64_t SimulatedPool::Waiting() {
+  absl::MutexLock lock(&mu_);
+  return std::max<int64_t>(0, next_ticket_ - admitted_);
+}
+
+int64_t SimulatedPool::Arrived() {
+  absl::MutexLock lock(&mu_);
+  return next_ticket_;
 }
 
 bool Outage::Down(absl::Time now) {

@@ -20,20 +20,36 @@
 namespace ferry::examples {
 
 // A database with a fixed connection pool: each call holds one of `size`
-// slots for its work, and a call that finds none free waits for one. Its
-// latency therefore grows with the calls made at once beyond `size`.
+// slots for its work, and a call that finds none free waits for one, first
+// come first served (as connection pools hand out connections). Its latency
+// therefore grows with the calls made at once beyond `size`.
 class SimulatedPool {
  public:
-  explicit SimulatedPool(int size) : free_(size) {}
+  explicit SimulatedPool(int size) : admitted_(size) {}
 
-  // Waits for a free slot, holds it for `work`, gives it back.
-  void Call(absl::Duration work);
+  // Waits for a free slot, holds it for `work`, gives it back. Returns how
+  // long the slot was held (the call's latency when the pool is idle).
+  absl::Duration Call(absl::Duration work);
+  // Calls waiting for a slot now, and calls made so far (for tests).
+  int64_t Waiting() ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t Arrived() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  bool SlotFree() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return free_ > 0; }
+  struct Ticket {
+    const SimulatedPool* pool;
+    int64_t number;
+  };
+  // absl::Mutex evaluates it with mu_ held.
+  static bool Admitted(const Ticket* ticket) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return ticket->number < ticket->pool->admitted_;
+  }
 
   absl::Mutex mu_;
-  int free_ ABSL_GUARDED_BY(mu_);
+  // Calls are numbered as they arrive; call n may take a slot once
+  // admitted_ > n. admitted_ starts at the pool size and grows by one as
+  // each call gives its slot back.
+  int64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t admitted_ ABSL_GUARDED_BY(mu_);
 };
 
 // A downstream that is down for `down_for` from the first call it sees, then

@@ -3,6 +3,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
@@ -76,6 +77,37 @@ TEST(SimulatedPoolTest, CallsBeyondThePoolWaitForASlot) {
   EXPECT_GE(CallAtOnce(pool, 6, absl::Milliseconds(30)), absl::Milliseconds(90));
   // The slots come back: the pool is as good afterwards.
   EXPECT_GE(CallAtOnce(pool, 4, absl::Milliseconds(30)), absl::Milliseconds(60));
+}
+
+TEST(SimulatedPoolTest, WaitingCallsGetTheirSlotInArrivalOrder) {
+  SimulatedPool pool(1);
+  absl::Mutex mu;
+  std::vector<int> finished;  // guarded by mu
+  std::vector<std::thread> threads;
+  // Call 0 holds the only slot while 1..5 arrive, one after the other.
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      pool.Call(i == 0 ? absl::Seconds(2) : absl::Milliseconds(1));
+      absl::MutexLock lock(&mu);
+      finished.push_back(i);
+    });
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (pool.Arrived() < i + 1 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Microseconds(100));  // polling the pool's queue
+    }
+  }
+  // All five queued behind call 0 at once (else the order says nothing).
+  EXPECT_EQ(pool.Waiting(), 5);
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(finished, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(pool.Waiting(), 0);
+  EXPECT_EQ(pool.Arrived(), 6);
+}
+
+TEST(SimulatedPoolTest, CallReturnsHowLongTheSlotWasHeld) {
+  SimulatedPool pool(1);
+  EXPECT_GE(pool.Call(absl::Milliseconds(5)), absl::Milliseconds(5));
+  EXPECT_GE(pool.Call(absl::ZeroDuration()), absl::ZeroDuration());
 }
 
 TEST(SimulatedPoolTest, CallsWithinThePoolRunTogether) {

@@ -16,10 +16,11 @@
 //   --record_starts FILE one line "<key>\t<payload>\t<CLOCK_MONOTONIC ns>" written through as
 //                        each handler run starts (before any work: survives a kill mid-run)
 //   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n
-//                        cancelled=C\nlatency_count=L\nlatency_p50_us=P\nlatency_p99_us=Q\n"
-//                        (C: handler runs that saw ferry's Cancel for their event; L, P, Q:
-//                        handler runs and their latency quantiles, wait for a --pool_size
-//                        slot included, within 2%)
+//                        cancelled=C\nlatency_count=L\nlatency_p50_us=P\nlatency_p99_us=Q\n
+//                        service_p50_us=S\n" (C: handler runs that saw ferry's Cancel for
+//                        their event; L, P, Q: handler runs and their latency quantiles, wait
+//                        for a --pool_size slot included; S: the median of --work_us as slept,
+//                        the latency when nothing waits; quantiles within 2%)
 //   --port_file FILE     after binding, write the port (atomically: temp file + rename)
 //   --tls_cert FILE, --tls_key FILE   serve TLS with this PEM certificate chain and key
 //   --tls_client_ca FILE require clients (ferry) to present a certificate signed by this
@@ -161,6 +162,7 @@ std::atomic<int64_t> cancelled_runs{0};    // handler runs that saw their event 
 ferry::examples::SimulatedPool* pool = nullptr;      // set when --pool_size is given
 ferry::examples::Outage* outage = nullptr;           // set when --unavailable_ms is given
 ferry::examples::LatencyHistogram handler_latency;  // every handler run
+ferry::examples::LatencyHistogram service_time;     // --work_us as slept, without the wait
 absl::Duration unavailable_retry_after = absl::ZeroDuration();
 
 bool IsCancelled(const ferry::v1::Event& event) {
@@ -273,9 +275,10 @@ ferry::sdk::Outcome HandleEvent(const ferry::v1::Event& event) {
     return down;
   }
   if (pool != nullptr) {
-    pool->Call(work);
+    service_time.Record(pool->Call(work));
   } else if (work > absl::ZeroDuration()) {
     absl::SleepFor(work);
+    service_time.Record(absl::Now() - started);
   }
   handler_latency.Record(absl::Now() - started);
   bool throw_it = false;
@@ -396,7 +399,8 @@ int main(int argc, char** argv) {
                      (*worker)->credit_violations(), "\ncancelled=",
                      cancelled_runs.load(), "\nlatency_count=", handler_latency.count(),
                      "\nlatency_p50_us=", handler_latency.QuantileMicros(0.5),
-                     "\nlatency_p99_us=", handler_latency.QuantileMicros(0.99), "\n");
+                     "\nlatency_p99_us=", handler_latency.QuantileMicros(0.99),
+                     "\nservice_p50_us=", service_time.QuantileMicros(0.5), "\n");
     if (!WriteFileAtomically(path, stats)) {
       std::fprintf(stderr, "example_worker: cannot write --stats %s\n", path.c_str());
     }
