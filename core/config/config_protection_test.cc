@@ -65,6 +65,19 @@ TEST(ConfigProtectionTest, DefaultsWhenAbsent) {
   EXPECT_FALSE(embedded->processors[0].rate_limit.limited());
   EXPECT_EQ(embedded->processors[0].concurrency.mode, ConcurrencyMode::kFixed);
   EXPECT_FALSE(embedded->processors[0].circuit_breaker.enabled);
+  // The examples it carries as comments parse as they read.
+  std::string uncommented = EmbeddedDefaultConfigYaml();
+  for (const char* key : {"rate_limit", "concurrency", "circuit_breaker"}) {
+    const std::string commented = absl::StrCat("    # ", key, ":");
+    const size_t at = uncommented.find(commented);
+    ASSERT_NE(at, std::string::npos) << key;
+    uncommented.replace(at, commented.size(), absl::StrCat("    ", key, ":"));
+  }
+  embedded = ParseConfig(uncommented, "<embedded>");
+  ASSERT_TRUE(embedded.ok()) << embedded.status();
+  EXPECT_EQ(embedded->processors[0].rate_limit.events_per_second, 200);
+  EXPECT_EQ(embedded->processors[0].concurrency.mode, ConcurrencyMode::kAdaptive);
+  EXPECT_TRUE(embedded->processors[0].circuit_breaker.enabled);
 }
 
 TEST(ConfigProtectionTest, RateLimitForms) {

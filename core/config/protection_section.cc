@@ -25,9 +25,7 @@ namespace {
 // refill interval would overflow the engine's clock arithmetic.
 constexpr double kMinEventsPerSecond = 0.001;
 
-constexpr absl::string_view kNoLimit =
-    "for no limit leave rate_limit out (a limit set at run time is lifted with "
-    "`ferryctl rate-limit PROCESSOR --clear`)";
+constexpr absl::string_view kNoLimit = "to run without a limit, leave rate_limit out";
 
 // A rate: `200`, `0.5`, `"200/s"`. Only "/s" is a unit: a rate per minute
 // would be easy to misread by a factor of 60, so it is refused, not converted.
@@ -93,7 +91,9 @@ absl::Status ReadRateLimit(const YamlReader& reader, const YAML::Node& value,
                                      "20}`), got ",
                                      Describe(value)));
   }
-  if (!value.IsMap()) return ReadEventsPerSecond(reader, value, path, line, &out->events_per_second);
+  if (!value.IsMap()) {
+    return ReadEventsPerSecond(reader, value, path, line, &out->events_per_second);
+  }
   bool has_rate = false;
   absl::Status status = reader.ForEachField(
       value, path, line, {"events_per_second", "burst"},
@@ -241,7 +241,9 @@ absl::Status ReadBreakerField(const YamlReader& reader, const std::string& key,
   if (key == "enabled") {
     return reader.GetBool(node, path, line, "enabled: true", &out->enabled);
   }
-  if (key == "failure_ratio") return ReadFailureRatio(reader, node, path, line, &out->failure_ratio);
+  if (key == "failure_ratio") {
+    return ReadFailureRatio(reader, node, path, line, &out->failure_ratio);
+  }
   for (const BreakerInt& s : kBreakerInts) {
     if (key == s.key) return reader.GetInt(node, path, line, 1, s.example, &(out->*s.field));
   }
@@ -266,7 +268,9 @@ absl::Status ReadCircuitBreaker(const YamlReader& reader, const YAML::Node& valu
                                      "`{failure_ratio: 0.5, open_for: 1s}`, got ",
                                      Describe(value)));
   }
-  if (!value.IsMap()) return reader.GetBool(value, path, line, "circuit_breaker: on", &out->enabled);
+  if (!value.IsMap()) {
+    return reader.GetBool(value, path, line, "circuit_breaker: on", &out->enabled);
+  }
   out->enabled = true;
   int open_for_line = 0;
   int open_max_line = 0;
