@@ -146,10 +146,10 @@ absl::Status ParseProcessor(YamlReader& reader, const YAML::Node& node,
   }
   bool has_target = false;
   std::vector<std::string> known = {
-      "name",          "target",        "event_types",       "streams",
-      "max_in_flight", "max_batch",     "max_batch_bytes",   "timeout",
-      "max_attempts",  "retry_backoff", "retry_backoff_max", "retry_on_timeout",
-      "on_failure",    "dead_letter_topic", "tls",           "keepalive"};
+      "name",          "target",           "event_types",       "streams",
+      "max_in_flight", "max_batch",        "max_batch_bytes",   "timeout",
+      "max_attempts",  "retry_backoff",    "retry_backoff_max", "retry_on_timeout",
+      "on_failure",    "dead_letter_topic", "tls",              "keepalive"};
   for (absl::string_view key : kProtectionKeys) known.push_back(std::string(key));
   absl::Status status = reader.ForEachField(
       node, path, line, known,
