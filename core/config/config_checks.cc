@@ -1,6 +1,7 @@
 #include "core/config/config_checks.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -86,6 +87,36 @@ absl::Status ApplyFailurePolicy(const YamlReader& reader, const ParseNotes& note
     if (processor.retry_backoff_max < processor.retry_backoff) {
       return reader.Error(notes.root_line, Child(path, "retry_backoff_max"),
                           "must not be smaller than retry_backoff");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// An adaptive limit the processor's workers could never be given is a typo:
+// ferry caps its limit at streams x max_in_flight (a limit written above it
+// would silently mean the cap). Limits left at their defaults are capped
+// without a word.
+absl::Status CheckConcurrencyLimits(const YamlReader& reader, const ParseNotes& notes,
+                                    const Config& config) {
+  for (size_t i = 0; i < config.processors.size() && i < notes.concurrency_lines.size(); ++i) {
+    const ProcessorConfig& processor = config.processors[i];
+    if (processor.concurrency.mode != ConcurrencyMode::kAdaptive) continue;
+    const int64_t bound = int64_t{processor.streams} * processor.max_in_flight;
+    const ConcurrencyLines& lines = notes.concurrency_lines[i];
+    const struct {
+      const char* key;
+      int line;
+      int value;
+    } limits[] = {{"initial_limit", lines.initial_limit, processor.concurrency.initial_limit},
+                  {"min_limit", lines.min_limit, processor.concurrency.min_limit}};
+    for (const auto& limit : limits) {
+      if (limit.line == 0 || limit.value <= bound) continue;
+      return reader.Error(
+          limit.line, Child(Index("processors", i), absl::StrCat("concurrency.", limit.key)),
+          absl::StrCat(limit.value, " is above streams x max_in_flight (", processor.streams,
+                       " x ", processor.max_in_flight, " = ", bound,
+                       "), the most processor \"", processor.name,
+                       "\" can have in flight; lower it or raise streams or max_in_flight"));
     }
   }
   return absl::OkStatus();
@@ -209,6 +240,8 @@ absl::Status ApplyDefaultsAndCheck(const YamlReader& reader, const ParseNotes& n
   if (!status.ok()) return status;
   if (!notes.has_lane_count) config->lane_count = AutoLaneCount(config->processors);
   if (!notes.has_max_delayed_events) config->max_delayed_events = config->max_buffered_events;
+  status = CheckConcurrencyLimits(reader, notes, *config);
+  if (!status.ok()) return status;
   return CheckScheduling(reader, notes, *config);
 }
 

@@ -1,8 +1,9 @@
 // What ParseConfig does after every section is read: defaults that depend on
 // other settings (group.id, the control topic's name, the metrics address,
 // the failure policy, the lane count, the delay budget) and the checks that
-// span sections (required sections, dead-letter topics, priority classes
-// that exist, event types known at startup that no processor handles). The
+// span sections or keys (required sections, dead-letter topics, adaptive
+// concurrency limits within streams x max_in_flight, priority classes that
+// exist, event types known at startup that no processor handles). The
 // errors point at the lines ParseNotes recorded.
 //
 // Threading: the parsing thread only.

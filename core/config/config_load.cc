@@ -133,6 +133,11 @@ processors:
   - name: default
     target: ipv4:127.0.0.1:50051
     streams: 2
+    # Protecting what the worker calls (README "Protecting downstream"),
+    # all off here:
+    # rate_limit: 200/s
+    # concurrency: adaptive
+    # circuit_breaker: on
 embedded:
   partitions: 8
 log:

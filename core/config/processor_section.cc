@@ -5,12 +5,14 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/config/channel_settings.h"
+#include "core/config/protection_section.h"
 
 namespace ferry {
 
@@ -26,6 +28,7 @@ namespace {
 struct ProcessorLines {
   int name = 0;
   int event_types = 0;
+  ConcurrencyLines concurrency;
 };
 
 // The whole-number settings: at least 1.
@@ -142,11 +145,14 @@ absl::Status ParseProcessor(YamlReader& reader, const YAML::Node& node,
                                      Describe(node)));
   }
   bool has_target = false;
+  std::vector<std::string> known = {
+      "name",          "target",           "event_types",       "streams",
+      "max_in_flight", "max_batch",        "max_batch_bytes",   "timeout",
+      "max_attempts",  "retry_backoff",    "retry_backoff_max", "retry_on_timeout",
+      "on_failure",    "dead_letter_topic", "tls",              "keepalive"};
+  for (absl::string_view key : kProtectionKeys) known.push_back(std::string(key));
   absl::Status status = reader.ForEachField(
-      node, path, line,
-      {"name", "target", "event_types", "streams", "max_in_flight", "max_batch",
-       "max_batch_bytes", "timeout", "max_attempts", "retry_backoff", "retry_backoff_max",
-       "retry_on_timeout", "on_failure", "dead_letter_topic", "tls", "keepalive"},
+      node, path, line, known,
       [&](const std::string& key, const std::string& child, int key_line,
           const YAML::Node& value, int value_line) -> absl::Status {
         if (key == "name") {
@@ -157,6 +163,10 @@ absl::Status ParseProcessor(YamlReader& reader, const YAML::Node& node,
         if (key == "event_types") {
           lines->event_types = key_line;
           return ReadEventTypes(reader, value, child, value_line, processor);
+        }
+        if (IsProtectionKey(key)) {
+          return ReadProtectionSetting(reader, key, child, value, value_line, processor,
+                                       &lines->concurrency);
         }
         has_target = has_target || key == "target";
         return ReadProcessorSetting(reader, key, child, value, value_line, processor);
@@ -242,6 +252,7 @@ absl::Status ParseProcessorsSection(YamlReader& reader, const YAML::Node& node,
     status = ClaimEventTypes(reader, *config, processor, i, item_path, types_line, &claims);
     if (!status.ok()) return status;
     config->processors.push_back(std::move(processor));
+    notes->concurrency_lines.push_back(lines.concurrency);
   }
   return absl::OkStatus();
 }

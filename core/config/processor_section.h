@@ -1,7 +1,8 @@
 // The `processors:` section: the worker pools events go to (gRPC target,
-// streams, credit, batching, deadlines, retries, failure policy, TLS and
-// keepalive), and which event types each one claims (every type at most
-// once, "*" by at most one processor).
+// streams, credit, batching, deadlines, retries, failure policy, TLS,
+// keepalive; rate limit, concurrency and circuit breaker through
+// protection_section), and which event types each one claims (every type at
+// most once, "*" by at most one processor).
 //
 // Threading: the parsing thread only.
 #ifndef FERRY_CORE_CONFIG_PROCESSOR_SECTION_H_

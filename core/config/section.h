@@ -27,6 +27,13 @@ struct TopicLines {
   int priority = 0;
 };
 
+// Where processors[i].concurrency's limits were written (0: not written, the
+// default), for the check against streams x max_in_flight after the entry.
+struct ConcurrencyLines {
+  int initial_limit = 0;
+  int min_limit = 0;
+};
+
 struct ParseNotes {
   int root_line = 1;
   int failures_line = 1;  // `failures:`, else the root's line
@@ -40,6 +47,7 @@ struct ParseNotes {
   int priorities_line = 0;
   int default_priority_line = 0;
   std::map<std::string, int> priority_by_type_lines;
+  std::vector<ConcurrencyLines> concurrency_lines;  // in processors order
 };
 
 // Parses the top-level section `node` (its dotted `path`, on `line`).
