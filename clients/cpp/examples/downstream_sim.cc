@@ -14,9 +14,11 @@ absl::Duration SimulatedPool::Call(absl::Duration work) {
   mu_.Lock();
   const Ticket ticket{this, next_ticket_++};
   mu_.Await(absl::Condition(&Admitted, &ticket));
+  const double factor =
+      1 + jitter_ * std::uniform_real_distribution<double>(-1, 1)(random_);
   mu_.Unlock();
   const absl::Time start = absl::Now();
-  absl::SleepFor(work);  // the query, holding its connection
+  absl::SleepFor(work * factor);  // the query, holding its connection
   const absl::Duration held = absl::Now() - start;
   absl::MutexLock lock(&mu_);
   ++admitted_;

@@ -9,9 +9,11 @@
 #ifndef FERRY_CLIENTS_CPP_EXAMPLES_DOWNSTREAM_SIM_H_
 #define FERRY_CLIENTS_CPP_EXAMPLES_DOWNSTREAM_SIM_H_
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <random>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -23,12 +25,21 @@ namespace ferry::examples {
 // slots for its work, and a call that finds none free waits for one, first
 // come first served (as connection pools hand out connections). Its latency
 // therefore grows with the calls made at once beyond `size`.
+//
+// `jitter` (0 to 1) spreads each call's work uniformly over work x (1 +-
+// jitter), as queries vary. Without it, calls that start together end
+// together, and the pool works in lockstep rounds: a call that just missed
+// a slot waits a whole round, however short the queue.
 class SimulatedPool {
  public:
-  explicit SimulatedPool(int size) : admitted_(size) {}
+  SimulatedPool(int size, double jitter, uint64_t seed)
+      : jitter_(jitter > 0 ? std::min(jitter, 1.0) : 0.0),  // NaN: none
+        random_(seed),
+        admitted_(size) {}
 
-  // Waits for a free slot, holds it for `work`, gives it back. Returns how
-  // long the slot was held (the call's latency when the pool is idle).
+  // Waits for a free slot, holds it for `work` (jittered), gives it back.
+  // Returns how long the slot was held (the call's latency when the pool is
+  // idle).
   absl::Duration Call(absl::Duration work);
   // Calls waiting for a slot now, and calls made so far (for tests).
   int64_t Waiting() ABSL_LOCKS_EXCLUDED(mu_);
@@ -44,7 +55,9 @@ class SimulatedPool {
     return ticket->number < ticket->pool->admitted_;
   }
 
+  const double jitter_;
   absl::Mutex mu_;
+  std::mt19937_64 random_ ABSL_GUARDED_BY(mu_);
   // Calls are numbered as they arrive; call n may take a slot once
   // admitted_ > n. admitted_ starts at the pool size and grows by one as
   // each call gives its slot back.

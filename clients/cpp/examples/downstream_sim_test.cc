@@ -1,5 +1,7 @@
 #include "clients/cpp/examples/downstream_sim.h"
 
+#include <algorithm>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -73,14 +75,14 @@ absl::Duration CallAtOnce(SimulatedPool& pool, int calls, absl::Duration work) {
 TEST(SimulatedPoolTest, CallsBeyondThePoolWaitForASlot) {
   // Six calls through two slots take three rounds of work; without the pool
   // they would all end after one.
-  SimulatedPool pool(2);
+  SimulatedPool pool(2, 0, 1);
   EXPECT_GE(CallAtOnce(pool, 6, absl::Milliseconds(30)), absl::Milliseconds(90));
   // The slots come back: the pool is as good afterwards.
   EXPECT_GE(CallAtOnce(pool, 4, absl::Milliseconds(30)), absl::Milliseconds(60));
 }
 
 TEST(SimulatedPoolTest, WaitingCallsGetTheirSlotInArrivalOrder) {
-  SimulatedPool pool(1);
+  SimulatedPool pool(1, 0, 1);
   absl::Mutex mu;
   std::vector<int> finished;  // guarded by mu
   std::vector<std::thread> threads;
@@ -105,13 +107,42 @@ TEST(SimulatedPoolTest, WaitingCallsGetTheirSlotInArrivalOrder) {
 }
 
 TEST(SimulatedPoolTest, CallReturnsHowLongTheSlotWasHeld) {
-  SimulatedPool pool(1);
+  SimulatedPool pool(1, 0, 1);
   EXPECT_GE(pool.Call(absl::Milliseconds(5)), absl::Milliseconds(5));
   EXPECT_GE(pool.Call(absl::ZeroDuration()), absl::ZeroDuration());
 }
 
+TEST(SimulatedPoolTest, JitterSpreadsTheWorkEvenly) {
+  SimulatedPool pool(1, 0.5, 7);
+  absl::Duration shortest = absl::InfiniteDuration();
+  absl::Duration longest = absl::ZeroDuration();
+  absl::Duration total;
+  constexpr int kCalls = 40;
+  for (int i = 0; i < kCalls; ++i) {
+    const absl::Duration held = pool.Call(absl::Milliseconds(2));
+    shortest = std::min(shortest, held);
+    longest = std::max(longest, held);
+    total += held;
+  }
+  EXPECT_GE(shortest, absl::Milliseconds(1));  // never under work x (1 - jitter)
+  EXPECT_LT(shortest, absl::Microseconds(1600));  // and it does vary
+  EXPECT_GT(longest, absl::Microseconds(2400));
+  EXPECT_GT(total / kCalls, absl::Microseconds(1700));  // centred on the work
+}
+
+TEST(SimulatedPoolTest, JitterIsClampedToZeroToOneAndNanIsNone) {
+  SimulatedPool wild(1, 1e9, 1);
+  SimulatedPool negative(1, -3, 1);
+  SimulatedPool nan(1, std::nan(""), 1);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_GE(nan.Call(absl::Milliseconds(1)), absl::Milliseconds(1));
+    EXPECT_LT(wild.Call(absl::Milliseconds(1)), absl::Seconds(1));  // at most 2 x work (+ noise)
+    EXPECT_GE(negative.Call(absl::Milliseconds(1)), absl::Milliseconds(1));
+  }
+}
+
 TEST(SimulatedPoolTest, CallsWithinThePoolRunTogether) {
-  SimulatedPool pool(8);
+  SimulatedPool pool(8, 0, 1);
   EXPECT_LT(CallAtOnce(pool, 8, absl::Milliseconds(200)), absl::Milliseconds(200 * 8));
 }
 

@@ -17,10 +17,11 @@
 //                        each handler run starts (before any work: survives a kill mid-run)
 //   --stats FILE         on shutdown write "events_received=N\nmax_held=M\ncredit_violations=K\n
 //                        cancelled=C\nlatency_count=L\nlatency_p50_us=P\nlatency_p99_us=Q\n
-//                        service_p50_us=S\n" (C: handler runs that saw ferry's Cancel for
-//                        their event; L, P, Q: handler runs and their latency quantiles, wait
-//                        for a --pool_size slot included; S: the median of --work_us as slept,
-//                        the latency when nothing waits; quantiles within 2%)
+//                        service_p50_us=S\nservice_p99_us=T\n" (C: handler runs that saw
+//                        ferry's Cancel for their event; L, P, Q: handler runs and their
+//                        latency quantiles, wait for a --pool_size slot included; S, T: those
+//                        of --work_us as slept, the latency when nothing waits; quantiles
+//                        within 2%)
 //   --port_file FILE     after binding, write the port (atomically: temp file + rename)
 //   --tls_cert FILE, --tls_key FILE   serve TLS with this PEM certificate chain and key
 //   --tls_client_ca FILE require clients (ferry) to present a certificate signed by this
@@ -39,6 +40,7 @@
 //   --pool_size N        a database with N connections: each event holds one for --work_us
 //                        and waits for a free one first, so latency grows with the events
 //                        handled at once beyond N (give --handler_threads enough threads)
+//   --pool_jitter J      each pooled event's work is uniform over --work_us x (1 +- J)
 //   --unavailable_ms N   answer RETRY (retry_after --unavailable_retry_after_ms) to every event
 //                        handled within N ms of the first one this worker handled, then
 //                        recover: a downstream that is down for N ms
@@ -99,6 +101,8 @@ ABSL_FLAG(int64_t, stall_ms, 2000, "How long a stalled event is held.");
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the random fault choices.");
 ABSL_FLAG(int, pool_size, 0,
           "Simulated database pool: each event holds one of N slots for --work_us (0: off).");
+ABSL_FLAG(double, pool_jitter, 0,
+          "Spread each --pool_size event's work uniformly over --work_us x (1 +- J), 0..1.");
 ABSL_FLAG(int64_t, unavailable_ms, 0,
           "Answer RETRY to every event handled within N ms of the first one (0: off).");
 ABSL_FLAG(int64_t, unavailable_retry_after_ms, 0,
@@ -323,7 +327,7 @@ int main(int argc, char** argv) {
   faults.Configure();
   std::optional<ferry::examples::SimulatedPool> database;
   if (const int size = absl::GetFlag(FLAGS_pool_size); size > 0) {
-    database.emplace(size);
+    database.emplace(size, absl::GetFlag(FLAGS_pool_jitter), absl::GetFlag(FLAGS_seed));
     pool = &*database;
   }
   std::optional<ferry::examples::Outage> down;
@@ -400,7 +404,8 @@ int main(int argc, char** argv) {
                      cancelled_runs.load(), "\nlatency_count=", handler_latency.count(),
                      "\nlatency_p50_us=", handler_latency.QuantileMicros(0.5),
                      "\nlatency_p99_us=", handler_latency.QuantileMicros(0.99),
-                     "\nservice_p50_us=", service_time.QuantileMicros(0.5), "\n");
+                     "\nservice_p50_us=", service_time.QuantileMicros(0.5),
+                     "\nservice_p99_us=", service_time.QuantileMicros(0.99), "\n");
     if (!WriteFileAtomically(path, stats)) {
       std::fprintf(stderr, "example_worker: cannot write --stats %s\n", path.c_str());
     }
