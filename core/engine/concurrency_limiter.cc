@@ -102,7 +102,7 @@ void ConcurrencyLimiter::OnSample(absl::Duration latency, int64_t in_flight,
     return;
   }
   // The limit was not in use: the latency says nothing about a bigger one.
-  if (in_flight * 2 < limit()) return;
+  if (in_flight < limit() - in_flight) return;  // in_flight x 2 < limit
   const double queue =
       limit_ * (1 - absl::FDivDuration(no_load_latency_, latency));
   const double log_limit = Log10AtLeastOne(limit_);

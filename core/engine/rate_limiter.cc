@@ -1,5 +1,6 @@
 #include "core/engine/rate_limiter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -14,12 +15,16 @@ constexpr double kTokenSlack = 1e-9;
 
 // The bucket's size. EffectiveBurst divides the rate by ten and converts to
 // an integer, which is undefined for a rate beyond int64 (or infinite); such
-// a rate is as good as unlimited, so its bucket is as big as an int64 holds.
+// a rate is as good as unlimited, so its bucket is as big as an int64 holds
+// (a little less: 2^63 as a double does not convert back to an int64).
+constexpr double kMaxBurst = 9e18;
 double BurstOf(const RateLimitConfig& config) {
-  if (config.burst > 0) return static_cast<double>(config.burst);
+  if (config.burst > 0) {
+    return std::min(kMaxBurst, static_cast<double>(config.burst));
+  }
   if (!std::isfinite(config.events_per_second) ||
-      config.events_per_second / 10 >= 9e18) {
-    return 9e18;
+      config.events_per_second / 10 >= kMaxBurst) {
+    return kMaxBurst;
   }
   return static_cast<double>(config.EffectiveBurst());
 }

@@ -191,6 +191,15 @@ TEST(RateLimiterTest, InfiniteAndAstronomicalRatesDoNotCrash) {
   }
 }
 
+TEST(RateLimiterTest, HugeBurst) {
+  RateLimiter limiter;
+  limiter.Configure(Rate(10, std::numeric_limits<int64_t>::max()), kStart);
+  const int64_t full = limiter.Available(kStart);
+  EXPECT_GT(full, 8'000'000'000'000'000'000LL);
+  limiter.Take(full);
+  EXPECT_EQ(limiter.Available(kStart + absl::Seconds(1)), 10);
+}
+
 TEST(RateLimiterTest, TimeGoingBackwardsAddsNothing) {
   RateLimiter limiter;
   limiter.Configure(Rate(10, 10), kStart);
