@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/common/log.h"
@@ -57,8 +58,8 @@ absl::StatusOr<v1::internal::RateLimitChange> RateLimitChangeFor(
     }
   } else if (!std::isfinite(rate) || rate < 0 || rate > kMaxEventsPerSecond) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "events_per_second must be a number from 0 (no limit) to ", kMaxEventsPerSecond,
-        ", got ", rate));
+        "events_per_second must be a number from 0 (no limit) to ",
+        absl::StrFormat("%.0f", kMaxEventsPerSecond), ", got ", rate));
   }
   if (request.burst() < 0) {
     return absl::InvalidArgumentError(

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace ferry::ferryctl {
 namespace {
@@ -47,7 +48,7 @@ absl::StatusOr<v1::SetRateLimitRequest> ParseRateLimit(const CommandLine& line) 
       rate > kMaxRateLimit) {
     return absl::InvalidArgumentError(absl::StrCat(
         "EVENTS_PER_SECOND \"", args[2], "\" is not a number from 0 (no limit) to ",
-        Rate(kMaxRateLimit), ", e.g. 200 or 0.5"));
+        absl::StrFormat("%.0f", kMaxRateLimit), ", e.g. 200 or 0.5"));
   }
   if (*burst < 0) {
     return absl::InvalidArgumentError("--burst must not be negative (0 or none: the default)");
