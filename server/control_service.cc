@@ -30,6 +30,14 @@ absl::Duration WaitFrom(int64_t wait_ms, absl::Duration fallback) {
   return std::min(absl::Milliseconds(wait_ms), absl::Minutes(5));
 }
 
+std::string DescribeRateLimit(const v1::SetRateLimitRequest& request) {
+  if (request.clear()) return "back to the configured limit";
+  if (request.events_per_second() == 0) return "lifted (no limit)";
+  return absl::StrCat(request.events_per_second(), "/s, burst ",
+                      request.burst() == 0 ? std::string("default")
+                                           : absl::StrCat(request.burst()));
+}
+
 }  // namespace
 
 absl::StatusOr<v1::internal::RateLimitChange> RateLimitChangeFor(
@@ -416,13 +424,7 @@ absl::Status ControlService::RateLimit(const v1::SetRateLimitRequest& request,
             " but not read back here yet: ", read.ToString());
   }
   response->set_control_offset(*offset);
-  LogInfo("control", "rate limit of ", request.processor(), ": ",
-          request.clear() ? std::string("back to the configured limit")
-          : request.events_per_second() == 0
-              ? std::string("lifted")
-              : absl::StrCat(request.events_per_second(), "/s, burst ",
-                             request.burst() == 0 ? std::string("default")
-                                                  : absl::StrCat(request.burst())),
+  LogInfo("control", "rate limit of ", request.processor(), ": ", DescribeRateLimit(request),
           " (control offset ", *offset, ")");
   return absl::OkStatus();
 }
