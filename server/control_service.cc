@@ -1,6 +1,7 @@
 #include "server/control_service.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/common/log.h"
@@ -28,7 +30,56 @@ absl::Duration WaitFrom(int64_t wait_ms, absl::Duration fallback) {
   return std::min(absl::Milliseconds(wait_ms), absl::Minutes(5));
 }
 
+std::string DescribeRateLimit(const v1::SetRateLimitRequest& request) {
+  if (request.clear()) return "back to the configured limit";
+  if (request.events_per_second() == 0) return "lifted (no limit)";
+  return absl::StrCat(request.events_per_second(), "/s, burst ",
+                      request.burst() == 0 ? std::string("default")
+                                           : absl::StrCat(request.burst()));
+}
+
 }  // namespace
+
+absl::StatusOr<v1::internal::RateLimitChange> RateLimitChangeFor(
+    const Config& config, const v1::SetRateLimitRequest& request) {
+  std::vector<std::string> names;
+  bool configured = false;
+  for (const ProcessorConfig& processor : config.processors) {
+    configured = configured || processor.name == request.processor();
+    names.push_back(processor.name);
+  }
+  if (request.processor().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "empty request: name the processor (one of: ", absl::StrJoin(names, ", "), ")"));
+  }
+  if (!configured) {
+    return absl::NotFoundError(absl::StrCat("processor \"", request.processor(),
+                                            "\" is not configured (its processors: ",
+                                            absl::StrJoin(names, ", "), ")"));
+  }
+  const double rate = request.events_per_second();
+  if (request.clear()) {
+    if (rate != 0 || request.burst() != 0) {
+      return absl::InvalidArgumentError(
+          "clear returns the processor to its configured rate limit: set no "
+          "events_per_second or burst with it (0 without clear lifts the limit)");
+    }
+  } else if (!std::isfinite(rate) || rate < 0 || rate > kMaxEventsPerSecond) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "events_per_second must be a number from 0 (no limit) to ",
+        absl::StrFormat("%.0f", kMaxEventsPerSecond), ", got ", rate));
+  }
+  if (request.burst() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("burst must not be negative (0: the default), got ", request.burst()));
+  }
+  v1::internal::RateLimitChange change;
+  change.set_processor(request.processor());
+  change.set_events_per_second(rate);
+  change.set_burst(request.burst());
+  change.set_clear(request.clear());
+  return change;
+}
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -352,6 +403,37 @@ grpc::Status ControlService::SkipOffset(grpc::ServerContext* context,
                                         v1::SkipOffsetResponse* response) {
   if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
   return ToGrpcStatus(Skip(*request, response));
+}
+
+absl::Status ControlService::RateLimit(const v1::SetRateLimitRequest& request,
+                                       v1::SetRateLimitResponse* response) {
+  absl::StatusOr<v1::internal::RateLimitChange> change = RateLimitChangeFor(config_, request);
+  if (!change.ok()) return change.status();
+  // State, like a pause, but for every replica rather than a partition's
+  // owner: no acknowledgements to wait for. The append returns once every
+  // in-sync replica of the control topic has it (it outlives this replica);
+  // waiting until this replica has read it back means that a GetStatus here
+  // right after sees it applied as soon as the poll thread picks it up.
+  v1::internal::ControlLogRecord record;
+  record.set_command_id(control_->NewCommandId());
+  *record.mutable_rate_limit() = *std::move(change);
+  absl::StatusOr<int64_t> offset = control_->Append(std::move(record), kAppendTimeout);
+  if (!offset.ok()) return offset.status();
+  if (absl::Status read = control_->WaitRead(*offset + 1, kAppendTimeout); !read.ok()) {
+    LogWarn("control", "rate limit recorded at control offset ", *offset,
+            " but not read back here yet: ", read.ToString());
+  }
+  response->set_control_offset(*offset);
+  LogInfo("control", "rate limit of ", request.processor(), ": ", DescribeRateLimit(request),
+          " (control offset ", *offset, ")");
+  return absl::OkStatus();
+}
+
+grpc::Status ControlService::SetRateLimit(grpc::ServerContext* context,
+                                          const v1::SetRateLimitRequest* request,
+                                          v1::SetRateLimitResponse* response) {
+  if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
+  return ToGrpcStatus(RateLimit(*request, response));
 }
 
 void ControlService::Status(v1::GetStatusResponse* response) {

@@ -4,7 +4,8 @@
 // It validates every request against the configuration and the topics'
 // metadata, turns Pause/Resume/ResetOffsets/SkipOffset into records of the
 // group's control topic (core/control/control_log.h) and waits for them to be read
-// or applied; GetStatus answers from this replica's engine and consumer, and
+// or applied; SetRateLimit likewise (checked against the configured
+// processors); GetStatus answers from this replica's engine and consumer, and
 // carries the counters /metrics serves (server/status_metrics.h).
 // absl::Status becomes grpc::Status here and nowhere else.
 //
@@ -26,12 +27,21 @@
 #include "core/engine/engine.h"
 #include "core/kafka/consumer.h"
 #include "ferry/v1/control.grpc.pb.h"
+#include "ferry/v1/control_log.pb.h"
 #include "server/status_metrics.h"
 
 namespace ferry {
 
 // The one place absl::Status becomes grpc::Status (same code, same message).
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The control-log body of a SetRateLimit request, or why it is refused:
+// NotFound (naming the configured processors) for a processor that is not
+// configured; InvalidArgument for a rate that is negative, NaN, infinite or
+// above kMaxEventsPerSecond, a negative burst, or clear with a rate or burst.
+absl::StatusOr<v1::internal::RateLimitChange> RateLimitChangeFor(
+    const Config& config, const v1::SetRateLimitRequest& request);
+inline constexpr double kMaxEventsPerSecond = 1e9;
 
 class ControlService final : public v1::Control::Service {
  public:
@@ -52,6 +62,8 @@ class ControlService final : public v1::Control::Service {
                          v1::GetStatusResponse* response) override;
   grpc::Status SkipOffset(grpc::ServerContext* context, const v1::SkipOffsetRequest* request,
                           v1::SkipOffsetResponse* response) override;
+  grpc::Status SetRateLimit(grpc::ServerContext* context, const v1::SetRateLimitRequest* request,
+                            v1::SetRateLimitResponse* response) override;
 
  private:
   absl::Status Authorize(const grpc::ServerContext& context) const;
@@ -69,6 +81,8 @@ class ControlService final : public v1::Control::Service {
                              const Request& request, Response* response);
   absl::Status Reset(const v1::ResetOffsetsRequest& request, v1::ResetOffsetsResponse* response);
   absl::Status Skip(const v1::SkipOffsetRequest& request, v1::SkipOffsetResponse* response);
+  absl::Status RateLimit(const v1::SetRateLimitRequest& request,
+                         v1::SetRateLimitResponse* response);
   void Status(v1::GetStatusResponse* response);
 
   const Config& config_;

@@ -119,6 +119,14 @@ void StatusMetrics::Fill(const EngineSnapshot& snapshot, absl::Time now,
     processor->set_streams_configured(config_.processors[i].streams);
     processor->set_credit(state.credit);
     processor->set_in_flight(state.in_flight);
+    processor->set_rate_limit_events_per_second(state.rate_limit_eps);
+    processor->set_rate_limit_burst(state.rate_limit_burst);
+    processor->set_rate_limit_overridden(state.rate_limit_overridden);
+    processor->set_concurrency_limit(state.concurrency_limit);
+    processor->set_concurrency_adaptive(state.concurrency_adaptive);
+    processor->set_circuit_breaker(state.breaker_enabled ? BreakerStateName(state.breaker_state)
+                                                         : "off");
+    processor->set_circuit_breaker_opened(state.breaker_opened);
   }
   FillCounters(response);
 }

@@ -155,6 +155,41 @@ TEST_F(StatusMetricsTest, BuffersAndWorkersFromTheSnapshotBudgetsFromTheConfig) 
   EXPECT_EQ(response.processors(1).streams_configured(), 2);
 }
 
+TEST_F(StatusMetricsTest, ProtectionStateFromTheSnapshotBreakerOffUnlessEnabled) {
+  EngineSnapshot snapshot;
+  snapshot.processors.resize(2);
+  ProcessorSnapshot& slow = snapshot.processors[0];
+  slow.rate_limit_eps = 12.5;
+  slow.rate_limit_burst = 3;
+  slow.rate_limit_overridden = true;
+  slow.concurrency_limit = 17;
+  slow.concurrency_adaptive = true;
+  slow.breaker_enabled = true;
+  slow.breaker_state = BreakerState::kHalfOpen;
+  slow.breaker_opened = 4;
+  // Not enabled: "off", whatever state the snapshot carries.
+  snapshot.processors[1].breaker_state = BreakerState::kOpen;
+  snapshot.processors[1].concurrency_limit = 8;
+  const StatusMetrics metrics(config_, nullptr, started_);
+  v1::GetStatusResponse response;
+  metrics.Fill(snapshot, started_, &response);
+  ASSERT_EQ(response.processors_size(), 2);
+  const v1::ProcessorStatus& a = response.processors(0);
+  EXPECT_DOUBLE_EQ(a.rate_limit_events_per_second(), 12.5);
+  EXPECT_EQ(a.rate_limit_burst(), 3);
+  EXPECT_TRUE(a.rate_limit_overridden());
+  EXPECT_EQ(a.concurrency_limit(), 17);
+  EXPECT_TRUE(a.concurrency_adaptive());
+  EXPECT_EQ(a.circuit_breaker(), "half_open");
+  EXPECT_EQ(a.circuit_breaker_opened(), 4);
+  const v1::ProcessorStatus& b = response.processors(1);
+  EXPECT_EQ(b.rate_limit_events_per_second(), 0);
+  EXPECT_FALSE(b.rate_limit_overridden());
+  EXPECT_EQ(b.concurrency_limit(), 8);
+  EXPECT_FALSE(b.concurrency_adaptive());
+  EXPECT_EQ(b.circuit_breaker(), "off");
+}
+
 TEST_F(StatusMetricsTest, WithoutARegistryCountersStayZero) {
   engine_stats_.RecordConsumed("orders", 10);
   const StatusMetrics metrics(config_, nullptr, started_);

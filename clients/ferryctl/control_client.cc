@@ -144,4 +144,9 @@ absl::StatusOr<v1::SkipOffsetResponse> ControlClient::SkipOffset(
               CallTimeout(timeout_, request.wait_ms(), kDefaultSkipWait));
 }
 
+absl::StatusOr<v1::SetRateLimitResponse> ControlClient::SetRateLimit(
+    const v1::SetRateLimitRequest& request) const {
+  return Call(&v1::Control::StubInterface::SetRateLimit, request, timeout_);
+}
+
 }  // namespace ferry::ferryctl

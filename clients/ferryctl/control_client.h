@@ -69,6 +69,8 @@ class ControlClient {
       const v1::ResetOffsetsRequest& request) const;
   absl::StatusOr<v1::GetStatusResponse> GetStatus(const v1::GetStatusRequest& request) const;
   absl::StatusOr<v1::SkipOffsetResponse> SkipOffset(const v1::SkipOffsetRequest& request) const;
+  absl::StatusOr<v1::SetRateLimitResponse> SetRateLimit(
+      const v1::SetRateLimitRequest& request) const;
 
  private:
   template <typename Request, typename Response>

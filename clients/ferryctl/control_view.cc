@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "clients/ferryctl/rate_limit_view.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace ferry::ferryctl {
@@ -139,6 +140,15 @@ std::string RenderStatusTables(const v1::GetStatusResponse& response) {
     absl::StrAppend(&out, partitions.Render());
   }
   absl::StrAppend(&out, "\n");
+
+  if (!response.processors().empty()) {
+    Table processors({"PROCESSOR", "STREAMS", "RATE-LIMIT", "CONCURRENCY", "BREAKER"});
+    for (const v1::ProcessorStatus& p : response.processors()) {
+      processors.Add({p.name(), absl::StrCat(p.streams(), "/", p.streams_configured()),
+                      DescribeRateLimit(p), DescribeConcurrency(p), DescribeBreaker(p)});
+    }
+    absl::StrAppend(&out, processors.Render(), "\n");
+  }
 
   if (response.workers().empty()) {
     absl::StrAppend(&out, "(no worker streams)\n");

@@ -16,7 +16,8 @@
 namespace ferry::ferryctl {
 
 // `ferryctl status`: this replica and its group, buffers, lanes, operator
-// pauses, then a partitions table and a worker streams table.
+// pauses, then a partitions table, a processors table (streams, rate limit,
+// concurrency limit, circuit breaker) and a worker streams table.
 std::string RenderStatusTables(const v1::GetStatusResponse& response);
 
 // `ferryctl pause` / `resume`: the partitions the command selected, one row

@@ -9,6 +9,7 @@
 //                   (--to-datetime=2026-12-01T10:00:00Z | --to-earliest | --to-latest |
 //                    --to-offset=N) [--dry-run] [--wait=15s]
 //   ferryctl skip   --topic=T --partition=P --offset=O [--wait=10s]
+//   ferryctl rate-limit PROCESSOR (EVENTS_PER_SECOND [--burst=N] | --clear)
 //
 // Every command calls ferry's Control gRPC service
 // (proto/ferry/v1/control.proto) on --server (default 127.0.0.1:7070), with
@@ -50,7 +51,9 @@
 #include "clients/ferryctl/cli_flags.h"
 #include "clients/ferryctl/control_client.h"
 #include "clients/ferryctl/control_view.h"
+#include "clients/ferryctl/rate_limit_view.h"
 #include "clients/ferryctl/status_view.h"
+#include "clients/ferryctl/usage.h"
 
 namespace ferry::ferryctl {
 namespace {
@@ -59,78 +62,6 @@ constexpr int kExitOk = 0;
 constexpr int kExitCallFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitNotApplied = 3;
-
-constexpr char kUsage[] = R"(ferryctl: the operator's command line for a running ferry group
-
-Commands (ferry's Control gRPC service):
-  ferryctl status [--output=table|json]
-      This replica's partitions (offsets, lag, commit blocker, pauses),
-      worker streams, lanes and operator pauses (GetStatus).
-  ferryctl pause (--topic=T [--partitions=0,3] | --all)
-  ferryctl resume (--topic=T [--partitions=0,3] | --all)
-      Stop / restart fetching and dispatching, group-wide and across
-      rebalances; in-flight events finish and commit. --topic=T:0,3 is
-      the same as --topic=T --partitions=0,3; ranges (0-3) work too.
-  ferryctl reset --topic=T [--partitions=0,3]
-                 (--to-datetime=TIME | --to-earliest | --to-latest | --to-offset=N)
-                 [--dry-run] [--wait=15s]
-      Move the group's position (all partitions of T, or the listed ones).
-      TIME is RFC 3339: 2026-12-01T10:00:00Z or 2026-12-01T12:00:00+02:00.
-      --dry-run shows the planned offsets and changes nothing. --wait is how
-      long ferry waits for the owning replicas to apply it (default: the
-      server's, 15s).
-  ferryctl skip --topic=T --partition=P --offset=O [--wait=10s]
-      Give up on one stuck event: to the dead-letter topic (or marked done)
-      and the partition moves on.
-
-  ferryctl status --metrics [--watch] [--interval=1s]
-      The live view: events per second, lag, commit blockers, buffers,
-      workers and where time goes, from two GetStatus answers --interval
-      apart (the same counters ferry's /metrics serves). --watch refreshes
-      in place until interrupted.
-
-Connection flags (every command):
-  --server=HOST:PORT     ferry's server.listen, or any gRPC target
-                         (default 127.0.0.1:7070)
-  --token_file=PATH      bearer token (else $FERRY_CONTROL_TOKEN), sent as
-                         `authorization: Bearer <token>` metadata
-  --tls_ca=PEM           CA that signed ferry's certificate; turns TLS on
-  --tls_cert=PEM --tls_key=PEM
-                         client certificate and key, for mTLS
-  --tls_server_name=NAME the name ferry's certificate carries, when --server
-                         does not (e.g. an IP address)
-  --timeout=30s          deadline of the call (reset and skip get at least
-                         their wait + 20s)
-  --output=table|json    json: the response as one JSON object (proto3 JSON:
-                         lowerCamelCase names, int64 as strings); not with
-                         status --metrics
-
-Flags may be written --dry-run or --dry_run, --name=value or --name value.
-
-Exit codes:
-  0  done
-  1  the call failed; stderr says `ferryctl: <CODE>: <message>` (NOT_FOUND,
-     INVALID_ARGUMENT, FAILED_PRECONDITION, UNAVAILABLE, UNAUTHENTICATED, ...)
-  2  usage error (unknown command or flag, missing or conflicting flags, bad
-     value, unreadable --token_file/--tls_* file); nothing was sent
-  3  reset: not every partition was applied yet (applied=false; not for
-     --dry-run); the owners apply it later
-)";
-
-const std::map<std::string, std::string>& CommandUsages() {
-  static const auto* usages = new std::map<std::string, std::string>{
-      {"status",
-       "ferryctl status [--server=HOST:PORT] [--output=table|json]\n"
-       "       ferryctl status --metrics [--server=HOST:PORT] [--watch] [--interval=1s]"},
-      {"pause", "ferryctl pause (--topic=T [--partitions=0,3] | --all)"},
-      {"resume", "ferryctl resume (--topic=T [--partitions=0,3] | --all)"},
-      {"reset",
-       "ferryctl reset --topic=T [--partitions=0,3] (--to-datetime=2026-12-01T10:00:00Z | "
-       "--to-earliest | --to-latest | --to-offset=N) [--dry-run] [--wait=15s]"},
-      {"skip", "ferryctl skip --topic=T --partition=P --offset=O [--wait=10s]"},
-  };
-  return *usages;
-}
 
 const std::vector<std::string> kConnectionFlags = {
     "server", "token_file", "tls_ca", "tls_cert", "tls_key", "tls_server_name", "timeout",
@@ -143,6 +74,7 @@ std::vector<FlagSpec> AllFlags() {
       {"interval", false}, {"all", true},        {"topic", false},       {"partitions", false},
       {"partition", false}, {"offset", false},   {"to_datetime", false}, {"to_earliest", true},
       {"to_latest", true}, {"to_offset", false}, {"dry_run", true},      {"wait", false},
+      {"burst", false},    {"clear", true},
   };
   for (const std::string& name : kConnectionFlags) flags.push_back({name, false});
   return flags;
@@ -164,6 +96,7 @@ std::set<std::string> AllowedFlags(const std::string& command, bool metrics_view
            "to_latest", "to_offset",  "dry_run",     "wait"};
   }
   if (command == "skip") own = {"topic", "partition", "offset", "wait"};
+  if (command == "rate-limit") own = {"burst", "clear"};
   allowed.insert(own.begin(), own.end());
   return allowed;
 }
@@ -174,7 +107,7 @@ int UsageError(const std::string& command, absl::string_view message) {
   if (usage != CommandUsages().end()) {
     std::fprintf(stderr, "usage: %s\n", usage->second.c_str());
   } else {
-    std::fprintf(stderr, "commands: status, pause, resume, reset, skip\n");
+    std::fprintf(stderr, "commands: status, pause, resume, reset, skip, rate-limit\n");
   }
   std::fprintf(stderr, "(ferryctl --help explains every command, flag and exit code)\n");
   return kExitUsage;
@@ -528,6 +461,19 @@ int Skip(const CommandLine& line) {
   return kExitOk;
 }
 
+int RateLimit(const CommandLine& line) {
+  absl::StatusOr<v1::SetRateLimitRequest> request = ParseRateLimit(line);
+  if (!request.ok()) return UsageError("rate-limit", request.status().message());
+  Session session;
+  if (std::optional<int> failed = OpenSession("rate-limit", line, &session)) return *failed;
+  absl::StatusOr<v1::SetRateLimitResponse> response = session.client->SetRateLimit(*request);
+  if (!response.ok()) return CallFailed(response.status());
+  std::fputs(
+      (session.json ? RenderJson(*response) : RenderRateLimit(*request, *response)).c_str(),
+      stdout);
+  return kExitOk;
+}
+
 int Run(const std::vector<std::string>& args) {
   absl::StatusOr<CommandLine> line = CommandLine::Parse(args, AllFlags());
   if (!line.ok()) {
@@ -551,7 +497,8 @@ int Run(const std::vector<std::string>& args) {
   if (CommandUsages().count(command) == 0) {
     return UsageError("", absl::StrCat("unknown command \"", command, "\""));
   }
-  if (positional.size() > 1) {
+  // rate-limit takes PROCESSOR and EVENTS_PER_SECOND (ParseRateLimit checks).
+  if (positional.size() > (command == "rate-limit" ? 3u : 1u)) {
     return UsageError(command, absl::StrCat("unexpected argument \"", positional[1],
                                             "\" (flags are written --name=value)"));
   }
@@ -573,6 +520,7 @@ int Run(const std::vector<std::string>& args) {
   if (command == "pause") return Pause(*line);
   if (command == "resume") return Resume(*line);
   if (command == "reset") return Reset(*line);
+  if (command == "rate-limit") return RateLimit(*line);
   return Skip(*line);
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "clients/ferryctl/rate_limit_view.h"
 
 namespace ferry::ferryctl {
 namespace {
@@ -122,6 +123,17 @@ void RenderTotals(const v1::GetStatusResponse& now, const Interval& interval, st
                     processor.streams(), "/", processor.streams_configured(), " streams, credit ",
                     processor.credit(), ", in flight ", processor.in_flight(), ", resets ",
                     processor.stream_resets());
+    // The protections, where they do something (the full cells are in
+    // `ferryctl status`).
+    if (processor.rate_limit_events_per_second() > 0 || processor.rate_limit_overridden()) {
+      absl::StrAppend(&workers, ", rate ", DescribeRateLimit(processor));
+    }
+    if (processor.concurrency_adaptive()) {
+      absl::StrAppend(&workers, ", limit ", DescribeConcurrency(processor));
+    }
+    if (!processor.circuit_breaker().empty() && processor.circuit_breaker() != "off") {
+      absl::StrAppend(&workers, ", breaker ", DescribeBreaker(processor));
+    }
   }
   absl::StrAppend(out, "workers: ", workers.empty() ? "(none)" : workers, "\n");
 }

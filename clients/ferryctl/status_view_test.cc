@@ -108,6 +108,22 @@ TEST(StatusViewTest, UnknownOffsetsAndNoPartitions) {
   v1::GetStatusResponse now;
   EXPECT_THAT(RenderStatus("x:1", now, nullptr), HasSubstr("(no partitions assigned)"));
   EXPECT_THAT(RenderStatus("x:1", now, nullptr), HasSubstr("workers: (none)"));
+  v1::ProcessorStatus* plain = now.add_processors();
+  plain->set_name("plain");
+  plain->set_circuit_breaker("off");
+  v1::ProcessorStatus* guarded = now.add_processors();
+  guarded->set_name("guarded");
+  guarded->set_rate_limit_events_per_second(50);
+  guarded->set_rate_limit_overridden(true);
+  guarded->set_concurrency_limit(9);
+  guarded->set_concurrency_adaptive(true);
+  guarded->set_circuit_breaker("open");
+  guarded->set_circuit_breaker_opened(1);
+  const std::string view = RenderStatus("x:1", now, nullptr);
+  EXPECT_THAT(view, HasSubstr("plain 0/0 streams, credit 0, in flight 0, resets 0; guarded"));
+  EXPECT_THAT(view, HasSubstr("resets 0, rate 50/s (operator), limit 9 adaptive, breaker open "
+                              "(opened 1)\n"));
+  now.clear_processors();
   v1::PartitionStatus* partition = now.add_partitions();
   partition->set_topic("t");
   partition->set_end_offset(-1);

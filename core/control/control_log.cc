@@ -361,6 +361,11 @@ std::vector<std::string> ControlLog::PauseCommands() const {
   return state_.PauseCommands();
 }
 
+std::map<std::string, RateLimitConfig> ControlLog::RateLimits() const {
+  absl::MutexLock lock(&mu_);
+  return state_.RateLimits();
+}
+
 std::vector<ControlLog::PendingReset> ControlLog::PendingResets(
     const std::vector<TopicPartition>& owned) const {
   absl::MutexLock lock(&mu_);

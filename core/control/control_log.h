@@ -1,14 +1,17 @@
 // ControlLog: the group-wide log of operator commands, kept in a Kafka topic.
 //
-// Pause, Resume, ResetOffsets and SkipOffset must reach whichever replica
-// owns a partition, now or after a rebalance, and a pause must outlive the
-// replica that received it. Rather than a coordinator of our own, every
+// Pause, Resume, SetRateLimit, ResetOffsets and SkipOffset must reach
+// whichever replica owns a partition (or, for a rate limit, every replica),
+// now or after a rebalance, and a pause must outlive the replica that
+// received it. Rather than a coordinator of our own, every
 // replica appends commands to one single-partition topic (the control topic,
 // `control.topic`) and reads it from the beginning:
 //
 //   * Pause/Resume records are state: every replica folds them, in log
 //     order, into "is this partition paused", so a paused partition that
 //     moves to another replica stays paused.
+//   * RateLimit records are state too: the last one of a processor is in
+//     force (a clear removes it), on every replica.
 //   * A Reset record carries the target offset of each partition (resolved
 //     by the replica that received the RPC, so every reader agrees). The
 //     owner applies it and appends a Result record; a target with no result
@@ -97,6 +100,8 @@ class ControlLog {
   std::set<TopicPartition> Paused(const std::vector<TopicPartition>& among) const;
   // The pause commands in force, in order ("pause all", "resume T/0,3").
   std::vector<std::string> PauseCommands() const;
+  // Operators' rate limits by processor name (SetRateLimit), folded.
+  std::map<std::string, RateLimitConfig> RateLimits() const;
   // Commands for partitions in `owned` that this replica should apply now.
   std::vector<PendingReset> PendingResets(const std::vector<TopicPartition>& owned) const;
   std::vector<PendingSkip> PendingSkips(const std::vector<TopicPartition>& owned) const;

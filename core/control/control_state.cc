@@ -1,6 +1,7 @@
 #include "core/control/control_state.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -28,6 +29,14 @@ std::string Describe(const PauseChange& change) {
   return absl::StrCat(change.paused() ? "pause " : "resume ", scope);
 }
 
+// The edge (SetRateLimit) refuses these; a record that carries one anyway
+// (written by hand, or by a ferry with other rules) must not put a NaN or a
+// negative rate into the engine.
+bool Sane(const v1::internal::RateLimitChange& change) {
+  return std::isfinite(change.events_per_second()) && change.events_per_second() >= 0 &&
+         change.burst() >= 0 && !change.processor().empty();
+}
+
 }  // namespace
 
 bool ControlState::Apply(const ControlLogRecord& record) {
@@ -38,6 +47,18 @@ bool ControlState::Apply(const ControlLogRecord& record) {
       pause_changes_.push_back(record.pause());
       if (record.pause().ack_until_ms() > 0) pause_acks_[record.command_id()] = record.pause();
       return true;
+    case ControlLogRecord::kRateLimit: {
+      const v1::internal::RateLimitChange& change = record.rate_limit();
+      if (!Sane(change)) return true;  // read, and ignored
+      if (change.clear()) {
+        rate_limits_.erase(change.processor());
+      } else {
+        RateLimitConfig& limit = rate_limits_[change.processor()];
+        limit.events_per_second = change.events_per_second();
+        limit.burst = change.burst();
+      }
+      return true;
+    }
     case ControlLogRecord::kReset:
       resets_[record.command_id()].assign(record.reset().targets().begin(),
                                           record.reset().targets().end());

@@ -1,6 +1,7 @@
 // ControlState: the pure fold of the control log (control_log.h). Every
 // replica reads the control topic from the beginning and folds each record,
-// in log order, into this state: which partitions are paused, which resets
+// in log order, into this state: which partitions are paused, which
+// processors an operator gave a rate limit, which resets
 // and skips are still to be applied, which pause/resume commands still want
 // an acknowledgement, and the results written so far.
 //
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/config/config.h"
 #include "core/engine/types.h"
 #include "ferry/v1/control_log.pb.h"
 
@@ -62,6 +64,9 @@ class ControlState {
   std::set<TopicPartition> Paused(const std::vector<TopicPartition>& among) const;
   // The pause commands in force, in order ("pause all", "resume T/0,3").
   std::vector<std::string> PauseCommands() const;
+  // Operators' rate limits by processor name (SetRateLimit; a clear removes
+  // the processor): what Engine::SetRateLimits takes.
+  const std::map<std::string, RateLimitConfig>& RateLimits() const { return rate_limits_; }
   // Commands for partitions in `owned` still to be applied; skips and
   // acknowledgements whose window ended before `now_ms` are left out.
   std::vector<PendingReset> PendingResets(const std::vector<TopicPartition>& owned) const;
@@ -75,6 +80,7 @@ class ControlState {
 
  private:
   std::vector<v1::internal::PauseChange> pause_changes_;
+  std::map<std::string, RateLimitConfig> rate_limits_;
   std::map<std::string, std::vector<v1::internal::ResetTarget>> resets_;
   std::map<std::string, v1::internal::SkipCommand> skips_;
   // Pause/resume commands still within their acknowledgement window.

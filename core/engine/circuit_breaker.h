@@ -5,8 +5,13 @@
 // the processor (events wait in their queues) for open_for; then it is
 // half-open: `probes` events may go. When that many succeed it closes (and
 // forgets the window); a failure while half-open opens it again for twice
-// the previous open time, up to open_max. Outcomes that arrive while open
-// (events sent before it opened) change nothing.
+// the previous open time, up to open_max (never under open_for). Outcomes
+// that arrive while open (events sent before it opened) change nothing;
+// while half-open, every outcome counts as a probe's.
+//
+// Garbage in the config is tolerated: probes or min_outcomes under 1 act
+// as 1, a window under a second as one second, and a failure_ratio of 0
+// still needs one failure (a NaN one, or one over 1, never opens).
 //
 // While it is open or half-open the engine neither counts an attempt for a
 // failed event nor dead-letters it: the event goes back to the head of its

@@ -11,10 +11,22 @@
 // pool) so settles a few events above its pool size, where latency stays
 // near the unloaded one.
 //
+// The steps scale with log10 of the limit (at least 1, so a small limit
+// moves): a queue of at most log10(limit) grows it by 6 x log10(limit), one
+// under 3 x log10(limit) by log10(limit), one over 6 x log10(limit) shrinks
+// it by log10(limit). A drop cuts it to 0.9 x (multiplicative decrease, as
+// in AIMD), whatever the latency.
+//
 // The limit grows only while the limit is in use (in flight at least half
 // of it), so an idle processor does not inflate it. The no-load latency is
-// forgotten every `probe` samples (and re-learnt from the next sample), so a
+// forgotten every max(100, 30 x limit) samples and re-learnt, so a
 // downstream that got slower for good does not hold the limit down forever.
+// Re-learning it under full load would take the loaded latency for the
+// unloaded one and ratchet the limit up at every probe, so (like BBR's
+// ProbeRTT) a probe halves the limit, waits for the in-flight events to drain
+// to it (at most one old limit's worth of samples), takes the lowest latency
+// of the next half-limit samples as the no-load latency, and the limit grows
+// back from there.
 //
 // `fixed` mode: limit() is the upper bound, and OnSample changes nothing.
 //
@@ -49,6 +61,12 @@ class ConcurrencyLimiter {
   int64_t changes() const { return changes_; }
 
  private:
+  enum class Probe { kNone, kDraining, kLearning };
+
+  void SetLimit(double limit);
+  void StartProbe();
+  void OnProbeSample(absl::Duration latency, int64_t in_flight);
+
   const bool adaptive_;
   const int64_t max_limit_;
   const int64_t min_limit_;
@@ -56,6 +74,12 @@ class ConcurrencyLimiter {
   absl::Duration no_load_latency_ = absl::InfiniteDuration();
   int64_t samples_since_probe_ = 0;
   int64_t changes_ = 0;
+  // A probe under way: the halved limit it waits for, the samples it may
+  // still take in its stage, and the lowest latency it learnt so far.
+  Probe probe_ = Probe::kNone;
+  int64_t probe_target_ = 0;
+  int64_t probe_samples_left_ = 0;
+  absl::Duration probe_min_ = absl::InfiniteDuration();
 };
 
 }  // namespace ferry

@@ -56,11 +56,16 @@ class Dispatcher::Batches {
 };
 
 void Dispatcher::Run(const Parts& parts, absl::Time now) {
-  for (size_t processor = 0; processor < config_.processors.size(); ++processor) {
+  for (int processor = 0; processor < static_cast<int>(config_.processors.size()); ++processor) {
+    int64_t allowance = std::numeric_limits<int64_t>::max();
+    if (parts.guards.active(processor)) {
+      allowance = parts.guards.Allowance(processor, parts.streams.InFlightOf(processor), now);
+      if (allowance <= 0) continue;
+    }
     // Events whose streams keep being lost go first, each to a stream of its
     // own (core/engine/redelivery.h).
-    DispatchQuarantined(parts, static_cast<int>(processor), now);
-    DispatchProcessor(parts, static_cast<int>(processor), now);
+    DispatchQuarantined(parts, processor, now, allowance);
+    DispatchProcessor(parts, processor, now, allowance);
   }
 }
 
@@ -70,7 +75,9 @@ bool Dispatcher::HasRoom(const Parts& parts, const StreamTable::Entry& stream,
          !HoldsQuarantined(parts.in_flight, stream);
 }
 
-void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time now) {
+void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time now,
+                                   int64_t& allowance) {
+  if (allowance <= 0) return;
   auto has_work = [&parts, processor](int flow) { return parts.queues.HasWork(processor, flow); };
   bool any_work = false;
   for (int flow = 0; flow < flow_count_ && !any_work; ++flow) any_work = has_work(flow);
@@ -88,7 +95,7 @@ void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time
 
   Batches batches(parts.outbox);
   size_t next = 0;
-  while (!candidates.empty()) {
+  while (!candidates.empty() && allowance > 0) {
     // Next event: by priority class and flow (core/engine/scheduler.h).
     std::optional<QueuedEvent> taken = parts.scheduler.Next(processor, has_work, take);
     if (!taken.has_value()) break;
@@ -100,14 +107,16 @@ void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time
     // An event redelivered after a lost stream travels alone
     // (core/engine/redelivery.h).
     const bool alone = taken->strikes > 0;
-    const int64_t longest = RunLength(stream.max_run, stream.credit, cap - stream.in_flight,
-                                      processor_config.max_batch);
+    const int64_t longest =
+        std::min(allowance, RunLength(stream.max_run, stream.credit, cap - stream.in_flight,
+                                      processor_config.max_batch));
     bool sent_as_run = false;
     if (!alone && longest > 1 && taken->lane >= 0) {
       const int64_t run_bytes =
           GatherRun(parts, std::move(*taken), longest, processor_config.max_batch_bytes);
       sent_as_run = run_scratch_.size() > 1;
       if (sent_as_run) {
+        allowance -= static_cast<int64_t>(run_scratch_.size());
         SendRun(parts, stream_id, stream, batches, run_bytes, now);
       } else {
         taken = std::move(run_scratch_.front());  // nothing may follow it
@@ -115,6 +124,7 @@ void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time
       run_scratch_.clear();
     }
     if (!sent_as_run) {
+      --allowance;
       const v1::Event& event = StartDelivery(parts, std::move(*taken), stream_id, stream, now);
       const size_t event_size = event.ByteSizeLong();
       if (alone || static_cast<int64_t>(batch->events.bytes.size() + event_size) + kEventFraming >
@@ -187,9 +197,10 @@ void Dispatcher::SendRun(const Parts& parts, int64_t stream_id, StreamTable::Ent
   if (stats_ != nullptr) stats_->Run(processor, members);
 }
 
-void Dispatcher::DispatchQuarantined(const Parts& parts, int processor, absl::Time now) {
+void Dispatcher::DispatchQuarantined(const Parts& parts, int processor, absl::Time now,
+                                     int64_t& allowance) {
   std::deque<QueuedEvent>& queue = parts.queues.quarantine(processor);
-  while (!queue.empty()) {
+  while (!queue.empty() && allowance > 0) {
     int64_t target = 0;
     int64_t to_reserve = 0;
     int64_t fewest = std::numeric_limits<int64_t>::max();
@@ -219,6 +230,7 @@ void Dispatcher::DispatchQuarantined(const Parts& parts, int processor, absl::Ti
     stream.reserved = false;
     QueuedEvent queued = std::move(queue.front());
     queue.pop_front();
+    --allowance;
     const v1::Event& event = StartDelivery(parts, std::move(queued), target, stream, now);
     stream.quarantined_id = event.id();
     EventsWire wire;
@@ -242,6 +254,7 @@ const v1::Event& Dispatcher::StartDelivery(const Parts& parts, QueuedEvent queue
                        queued.redelivery);
   }
   queued.redelivery = false;
+  parts.guards.OnDispatched(queued.processor);
   --stream.credit;
   ++stream.in_flight;
   ++parts.counters.dispatched;

@@ -12,6 +12,10 @@
 // and the batch limits allow, all with one new run_id; each takes a unit of
 // credit and an in-flight slot of the lane.
 //
+// Protecting downstream (core/engine/downstream_guard.h): a processor gets
+// at most DownstreamGuards::Allowance events per dispatch (rate tokens,
+// adaptive concurrency room, breaker probes), runs included.
+//
 // Threading: not thread-safe; Run is called by the Engine with its mutex
 // held, and works on components that mutex guards (Parts).
 #ifndef FERRY_CORE_ENGINE_DISPATCHER_H_
@@ -22,6 +26,7 @@
 
 #include "absl/time/time.h"
 #include "core/config/config.h"
+#include "core/engine/downstream_guard.h"
 #include "core/engine/in_flight_table.h"
 #include "core/engine/outbox.h"
 #include "core/engine/queued_event.h"
@@ -45,6 +50,7 @@ class Dispatcher {
     InFlightTable& in_flight;
     Outbox& outbox;
     EngineCounters& counters;
+    DownstreamGuards& guards;
   };
 
   // `stats` may be null.
@@ -55,8 +61,10 @@ class Dispatcher {
 
  private:
   class Batches;
-  void DispatchProcessor(const Parts& parts, int processor, absl::Time now);
-  void DispatchQuarantined(const Parts& parts, int processor, absl::Time now);
+  // Each sends at most `allowance` events and takes what it sent off it.
+  void DispatchProcessor(const Parts& parts, int processor, absl::Time now, int64_t& allowance);
+  void DispatchQuarantined(const Parts& parts, int processor, absl::Time now,
+                           int64_t& allowance);
   bool HasRoom(const Parts& parts, const StreamTable::Entry& stream, int64_t cap) const;
   // Moves the event to the in-flight table on the stream (credit, counts),
   // as member `run_position` (from 1) of run `run_id`, or alone (0, 0).

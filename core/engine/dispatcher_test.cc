@@ -33,7 +33,7 @@ class DispatcherTest : public ::testing::Test {
     for (int64_t offset = from; offset < to; ++offset) queues_.Enqueue(Queued(kP0, offset), false);
   }
   void Run() {
-    dispatcher_.Run({queues_, scheduler_, streams_, in_flight_, outbox_, counters_}, kNow);
+    dispatcher_.Run({queues_, scheduler_, streams_, in_flight_, outbox_, counters_, guards_}, kNow);
     std::vector<Outbox::Outgoing> round;
     outbox_.TakeAll(round);
     for (Outbox::Outgoing& out : round) out.Send();
@@ -47,6 +47,7 @@ class DispatcherTest : public ::testing::Test {
   InFlightTable in_flight_;
   Outbox outbox_;
   EngineCounters counters_;
+  DownstreamGuards guards_{config_, kNow};
   Dispatcher dispatcher_{config_, plan_.flow_count(), nullptr};
 };
 

@@ -76,11 +76,13 @@ Engine::Engine(const Config& config, const Clock* clock, DeadLetterWriter* dead_
       streams_(config_.processors.size()),
       dead_letters_(dead_letters, [this](uint64_t token, absl::Status status) {
         OnDeadLetterWritten(token, std::move(status));
-      }) {}
+      }),
+      guards_(config_, clock_->Now()) {}
 
 void Engine::DispatchLocked() {
   if (dispatching_stopped_) return;
-  dispatcher_.Run({queues_, scheduler_, streams_, in_flight_, outbox_, counters_}, clock_->Now());
+  dispatcher_.Run({queues_, scheduler_, streams_, in_flight_, outbox_, counters_, guards_},
+                  clock_->Now());
 }
 
 void Engine::EnqueueLocked(QueuedEvent queued, bool front, bool even_if_paused) {
@@ -324,6 +326,10 @@ EngineSnapshot Engine::Snapshot() const {
   snapshot.in_flight = in_flight_.size();
   snapshot.processors.resize(config_.processors.size());
   streams_.AddToSnapshot(&snapshot);
+  const absl::Time now = clock_->Now();
+  for (size_t p = 0; p < snapshot.processors.size(); ++p) {
+    guards_.Fill(static_cast<int>(p), now, &snapshot.processors[p]);
+  }
   partitions_.AddToSnapshot(in_flight_.CountByPartition(), &snapshot);
   queues_.AddToSnapshot(&snapshot);
   snapshot.delay_stage_events = delayed_.size();

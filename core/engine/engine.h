@@ -47,7 +47,8 @@
 // blocks, commits), EventRouter and IntakeBudget (intake), WorkQueues (lanes,
 // unordered queues, quarantine), Scheduler, Dispatcher, StreamTable (streams
 // and credit), InFlightTable, RetryQueue, DelayStage, DeadLetterTracker
-// (failure policy) and Outbox.
+// (failure policy), DownstreamGuards (rate limits, adaptive concurrency,
+// circuit breakers) and Outbox.
 //
 // Threading: every public method is thread-safe (one internal mutex).
 // Messages for WorkerStreams (Events, Cancel) are queued in an outbox under
@@ -78,6 +79,7 @@
 #include "core/engine/dead_letter.h"
 #include "core/engine/delay_stage.h"
 #include "core/engine/dispatcher.h"
+#include "core/engine/downstream_guard.h"
 #include "core/engine/event_router.h"
 #include "core/engine/failure_policy.h"
 #include "core/engine/in_flight_table.h"
@@ -280,6 +282,15 @@ class Engine {
   void CancelRunsAfterLocked(const std::map<uint64_t, int>& first_expired,
                              std::map<int64_t, std::vector<uint64_t>>* cancels, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the processor's guards an outcome (core/engine/downstream_guard.h);
+  // true when the failed event must be spared: given back (no attempt, no
+  // dead letter) because the processor's circuit breaker is not closed.
+  bool GuardOutcomeLocked(const QueuedEvent& queued, DownstreamGuards::Outcome outcome,
+                          absl::Time dispatched_at, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A failed event spared by the circuit breaker: back to the head of its
+  // lane without an attempt. It left its stream already.
+  void SpareLocked(QueuedEvent queued, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // RETRY (or a retried timeout): backoff at the head of its lane, or a
   // terminal failure once attempts are used up.
   void RetryOrFailLocked(QueuedEvent queued, uint32_t retry_after_ms, const std::string& error)
@@ -333,6 +344,10 @@ class Engine {
   // Retries waiting out their backoff (their lanes stay busy meanwhile).
   RetryQueue retries_ ABSL_GUARDED_BY(mu_);
   DeadLetterTracker dead_letters_ ABSL_GUARDED_BY(mu_);
+  // Rate limits, adaptive concurrency and circuit breakers per processor.
+  // Mutable: a snapshot reads a breaker's state, which time moves from open
+  // to half-open.
+  mutable DownstreamGuards guards_ ABSL_GUARDED_BY(mu_);
   EngineCounters counters_ ABSL_GUARDED_BY(mu_);
   bool dispatching_stopped_ ABSL_GUARDED_BY(mu_) = false;
   // Failures can come once per record: at most 20 lines per 10 s.

@@ -153,12 +153,10 @@ std::optional<QueuedEvent> Engine::TakeStuckLocked(PartitionTable::Entry& entry,
   return std::nullopt;
 }
 
-}  // namespace ferry
-
-namespace ferry {
-// Filled in by the downstream-guard integration (issue 21).
 void Engine::SetRateLimits(const std::map<std::string, RateLimitConfig>& overrides) {
   SendingLock lock(this);
-  (void)overrides;
+  guards_.SetRateLimits(overrides, clock_->Now());
+  DispatchLocked();  // a lifted or raised limit frees waiting events now
 }
+
 }  // namespace ferry

@@ -72,8 +72,20 @@ bool Engine::ApplyResultLocked(int64_t stream_id, StreamTable::Entry& stream,
     stats_->Result(delivery->queued.processor, delivery->queued.type_index, counted,
                    now - delivery->dispatched_at);
   }
+  const absl::Time dispatched_at = delivery->dispatched_at;
   QueuedEvent queued = in_flight_.Take(result.id()).queued;
   --stream.in_flight;
+  if (outcome != ResultOutcome::kNotAttempted && guards_.active(queued.processor)) {
+    const DownstreamGuards::Outcome guarded = outcome == ResultOutcome::kOk
+                                                  ? DownstreamGuards::Outcome::kOk
+                                              : outcome == ResultOutcome::kRetry
+                                                  ? DownstreamGuards::Outcome::kRetry
+                                                  : DownstreamGuards::Outcome::kFail;
+    if (GuardOutcomeLocked(queued, guarded, dispatched_at, now)) {
+      SpareLocked(std::move(queued), now);
+      return true;
+    }
+  }
   switch (outcome) {
     case ResultOutcome::kOk:
       ++counters_.acked;
@@ -115,7 +127,25 @@ void Engine::OnTimer() {
     changed = true;
   });
   dead_letters_.RewriteDue(now);
-  if (changed) DispatchLocked();
+  // Rate-limit tokens and breaker probes come with time, not with events.
+  if (changed || guards_.any_time_based()) DispatchLocked();
+}
+
+bool Engine::GuardOutcomeLocked(const QueuedEvent& queued, DownstreamGuards::Outcome outcome,
+                                absl::Time dispatched_at, absl::Time now) {
+  if (now == absl::InfinitePast()) now = clock_->Now();  // OnResults reads it only with stats
+  return guards_.OnOutcome(queued.processor, outcome, now - dispatched_at,
+                           streams_.InFlightOf(queued.processor), now);
+}
+
+void Engine::SpareLocked(QueuedEvent queued, absl::Time now) {
+  if (now == absl::InfinitePast()) now = clock_->Now();
+  ++counters_.breaker_spared;
+  queued.redelivery = true;  // not an attempt
+  queued.queued_at = now;
+  queues_.ReturnLaneSlot(queued);
+  // It was dispatched: it finishes even while paused, like a retry.
+  EnqueueLocked(std::move(queued), /*front=*/true, /*even_if_paused=*/true);
 }
 
 void Engine::GiveBackLocked(QueuedEvent queued, absl::Time now) {
@@ -182,6 +212,12 @@ bool Engine::ExpireLocked(absl::Time now) {
     cancels[delivery.stream_id].push_back(id);
     streams_.EventLeft(delivery.stream_id);
     ++counters_.timed_out;
+    if (guards_.active(queued.processor) &&
+        GuardOutcomeLocked(queued, DownstreamGuards::Outcome::kTimeout, delivery.dispatched_at,
+                           now)) {
+      SpareLocked(std::move(queued), now);
+      continue;
+    }
     const ProcessorConfig& processor = config_.processors[queued.processor];
     const std::string error =
         absl::StrCat("timed out after ", absl::FormatDuration(processor.timeout),

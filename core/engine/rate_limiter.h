@@ -24,8 +24,9 @@ class RateLimiter {
   RateLimiter() = default;
 
   // Sets the rate and burst (an operator's change at run time, or the
-  // config at start). A new limit starts with a full bucket the first time;
-  // after that the tokens held are kept, capped at the new burst.
+  // config at start). A limit starts with a full bucket the first time, and
+  // when it follows no limit (an unlimited bucket is full); a change from one
+  // limit to another keeps the tokens held, capped at the new burst.
   void Configure(const RateLimitConfig& config, absl::Time now);
 
   bool limited() const { return config_.limited(); }
@@ -34,7 +35,8 @@ class RateLimiter {
   // Whole tokens available at `now` (after refilling); INT64_MAX when
   // unlimited.
   int64_t Available(absl::Time now);
-  // Takes `n` tokens (n <= Available(now) of the same `now`).
+  // Takes `n` tokens (n <= Available(now) of the same `now`; more leaves
+  // the bucket in debt, repaid by the refill before the next token).
   void Take(int64_t n);
   // When the next whole token is due, for a caller that wants to wake up
   // then; InfinitePast when one is available, InfiniteFuture when unlimited.

@@ -24,6 +24,14 @@ bool StreamTable::AddCredit(Entry& entry, uint32_t credit) {
   return false;
 }
 
+int64_t StreamTable::InFlightOf(int processor) const {
+  int64_t in_flight = 0;
+  for (const auto& [id, stream] : streams_) {
+    if (stream.processor == processor) in_flight += stream.in_flight;
+  }
+  return in_flight;
+}
+
 void StreamTable::AddToSnapshot(EngineSnapshot* snapshot) const {
   const size_t processors = snapshot->processors.size();
   for (const auto& [id, stream] : streams_) {

@@ -67,6 +67,10 @@ class StreamTable {
   void Candidates(int processor, const Eligible& eligible, std::vector<int64_t>* out) const;
   void NoteUsed(int processor, int64_t id) { last_used_[static_cast<size_t>(processor)] = id; }
 
+  // Events `processor`'s streams hold (a walk over the streams: for the
+  // adaptive concurrency limit only).
+  int64_t InFlightOf(int processor) const;
+
   std::map<int64_t, Entry>& entries() { return streams_; }
   // Streams and processors (sized like Config::processors) for a snapshot.
   void AddToSnapshot(EngineSnapshot* snapshot) const;

@@ -58,6 +58,7 @@ struct EngineCounters {
   int64_t runs = 0;               // runs sent (core/engine/runs.h)
   int64_t run_events = 0;         // deliveries sent as members of a run
   int64_t not_attempted = 0;      // run members given back unhandled (NOT_ATTEMPTED or cancelled)
+  int64_t breaker_spared = 0;     // failures given back unattempted: circuit breaker not closed
 };
 
 struct PartitionSnapshot {

@@ -1,9 +1,12 @@
 #include "core/kafka/command_applier.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/common/kafka_status.h"
 #include "core/common/log.h"
 #include "core/kafka/consumer_stats.h"
@@ -33,6 +36,15 @@ absl::Status CommitOffset(RdKafka::KafkaConsumer& consumer, const TopicPartition
   return KafkaErrorToStatus(consumer.commitSync(list), "commit");
 }
 
+// RateLimitConfig has no ==.
+bool SameLimits(const std::map<std::string, RateLimitConfig>& a,
+                const std::map<std::string, RateLimitConfig>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second.events_per_second == y.second.events_per_second &&
+           x.second.burst == y.second.burst;
+  });
+}
+
 }  // namespace
 
 CommandApplier::CommandApplier(Engine* engine, ConsumerStats* stats)
@@ -60,10 +72,26 @@ void CommandApplier::Forget(const std::vector<TopicPartition>& revoked) {
 
 void CommandApplier::Apply(RdKafka::KafkaConsumer& consumer,
                            const std::vector<TopicPartition>& assignment) {
-  if (control_ == nullptr || assignment.empty()) return;
+  if (control_ == nullptr) return;
+  ApplyRateLimits();
+  if (assignment.empty()) return;
   AcknowledgePauses(assignment);
   ApplyResets(consumer, assignment);
   ApplySkips(assignment);
+}
+
+void CommandApplier::ApplyRateLimits() {
+  std::map<std::string, RateLimitConfig> limits = control_->RateLimits();
+  if (SameLimits(limits, rate_limits_)) return;
+  std::vector<std::string> text;
+  for (const auto& [processor, limit] : limits) {
+    text.push_back(limit.limited() ? absl::StrCat(processor, " ", limit.events_per_second, "/s")
+                                   : absl::StrCat(processor, " unlimited"));
+  }
+  LogInfo("consumer", "operators' rate limits: ",
+          text.empty() ? std::string("none (configured limits)") : absl::StrJoin(text, ", "));
+  rate_limits_ = std::move(limits);
+  engine_->SetRateLimits(rate_limits_);
 }
 
 void CommandApplier::AcknowledgePauses(const std::vector<TopicPartition>& assignment) {

@@ -1,6 +1,7 @@
 // CommandApplier: applies the operator's commands from the control log
 // (core/control) to the partitions this replica owns: which of them an
-// operator paused (told to the engine, held by FlowControl), pause/resume
+// operator paused (told to the engine, held by FlowControl), the operators'
+// rate limits (told to the engine, for every processor), pause/resume
 // acknowledgements, resets (drop the partition's work, seek, commit, report)
 // and skips (one stuck event), and resets that become a newly assigned
 // partition's start offset.
@@ -16,7 +17,9 @@
 #include <librdkafka/rdkafkacpp.h>
 
 #include <cstdint>
+#include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,9 +46,14 @@ class CommandApplier {
   std::set<TopicPartition> OperatorPaused(const std::vector<TopicPartition>& assignment);
   // Forgets operator pauses of revoked partitions.
   void Forget(const std::vector<TopicPartition>& revoked);
-  // Acknowledges pauses/resumes, applies resets and skips of `assignment`.
-  // Call after the operator pauses are in force (OperatorPaused + hold).
+  // Puts the operators' rate limits in force (the engine hears of every
+  // change, whatever the assignment), then acknowledges pauses/resumes and
+  // applies resets and skips of `assignment`. Call after the operator
+  // pauses are in force (OperatorPaused + hold).
   void Apply(RdKafka::KafkaConsumer& consumer, const std::vector<TopicPartition>& assignment);
+
+  // The operators' rate limits the engine was last told (SetRateLimits).
+  const std::map<std::string, RateLimitConfig>& rate_limits() const { return rate_limits_; }
 
   // Before assigning `partitions`: reads the control log to its end (bounded
   // by `catch_up_timeout`) and makes each pending reset the partition's
@@ -58,6 +66,7 @@ class CommandApplier {
                          const std::vector<ControlLog::PendingReset>& resets);
 
  private:
+  void ApplyRateLimits();
   void AcknowledgePauses(const std::vector<TopicPartition>& assignment);
   void ApplyResets(RdKafka::KafkaConsumer& consumer, const std::vector<TopicPartition>& assignment);
   void ApplySkips(const std::vector<TopicPartition>& assignment);
@@ -67,6 +76,9 @@ class CommandApplier {
   ConsumerStats* const stats_;
   ControlLog* control_ = nullptr;
   std::set<TopicPartition> operator_paused_;
+  // What the engine was last told (SetRateLimits): the engine starts with
+  // none, so an empty log tells it nothing.
+  std::map<std::string, RateLimitConfig> rate_limits_;
 };
 
 }  // namespace ferry

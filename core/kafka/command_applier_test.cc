@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/common/clock.h"
@@ -27,6 +28,7 @@
 namespace ferry {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 using v1::internal::ControlLogRecord;
@@ -124,6 +126,41 @@ TEST_F(CommandApplierTest, OperatorPausesOfOwnedPartitionsReachTheEngineAndAreAc
   engine_.OnAssigned({kT0});
   EXPECT_THAT(applier_.OperatorPaused(owned_), UnorderedElementsAre(kT0));
   EXPECT_TRUE(EnginePaused(kT0));
+}
+
+ControlLogRecord RateLimit(const std::string& processor, double events_per_second,
+                           int64_t burst, bool clear) {
+  ControlLogRecord record;
+  record.mutable_rate_limit()->set_processor(processor);
+  record.mutable_rate_limit()->set_events_per_second(events_per_second);
+  record.mutable_rate_limit()->set_burst(burst);
+  record.mutable_rate_limit()->set_clear(clear);
+  return record;
+}
+
+// "processor: rate/burst" of what the engine was last told.
+std::vector<std::string> Told(const CommandApplier& applier) {
+  std::vector<std::string> text;
+  for (const auto& [processor, limit] : applier.rate_limits()) {
+    text.push_back(absl::StrCat(processor, ": ", limit.events_per_second, "/", limit.burst));
+  }
+  return text;
+}
+
+TEST_F(CommandApplierTest, OperatorRateLimitsReachTheEngineWhateverTheAssignment) {
+  // (The engine's own handling of SetRateLimits is the engine's tests'; here
+  // the applier tells it the folded set, whole, on every change.)
+  applier_.Apply(*consumer_, owned_);
+  EXPECT_THAT(Told(applier_), IsEmpty());
+  ASSERT_NO_FATAL_FAILURE(Append(RateLimit("p", 200, 20, false)));
+  applier_.Apply(*consumer_, {});  // nothing owned: every replica limits
+  EXPECT_THAT(Told(applier_), ElementsAre("p: 200/20"));
+  ASSERT_NO_FATAL_FAILURE(Append(RateLimit("q", 0, 0, false)));
+  applier_.Apply(*consumer_, owned_);
+  EXPECT_THAT(Told(applier_), ElementsAre("p: 200/20", "q: 0/0"));
+  ASSERT_NO_FATAL_FAILURE(Append(RateLimit("p", 0, 0, true)));
+  applier_.Apply(*consumer_, owned_);
+  EXPECT_THAT(Told(applier_), ElementsAre("q: 0/0"));
 }
 
 TEST_F(CommandApplierTest, ASkipOfAnEventNotHereIsReportedAsFailedNotDropped) {

@@ -42,8 +42,9 @@ void AddGauge(MetricFamily& family, std::vector<ClientMetric::Label> labels, dou
   family.metric.push_back(std::move(metric));
 }
 
-void AddCounter(MetricFamily& family, double value) {
+void AddCounter(MetricFamily& family, std::vector<ClientMetric::Label> labels, double value) {
   ClientMetric metric;
+  metric.label = std::move(labels);
   metric.counter.value = value;
   family.metric.push_back(std::move(metric));
 }
@@ -288,7 +289,8 @@ std::vector<MetricFamily> StateCollector::Collect() const {
   return families;
 }
 
-// Per processor: connected and configured streams, credit, in flight.
+// Per processor: connected and configured streams, credit, in flight; then
+// the limits and breakers.
 void StateCollector::AddProcessorFamilies(const EngineSnapshot& snapshot,
                                           std::vector<MetricFamily>& families) const {
   MetricFamily streams = Family("ferry_worker_streams",
@@ -316,6 +318,64 @@ void StateCollector::AddProcessorFamilies(const EngineSnapshot& snapshot,
   families.push_back(std::move(configured));
   families.push_back(std::move(credit));
   families.push_back(std::move(worker_in_flight));
+  AddProtectionFamilies(snapshot, families);
+}
+
+namespace {
+
+// The breaker gauge's encoding, spelled out rather than cast from the enum
+// so that reordering BreakerState cannot silently change what dashboards
+// and the FerryCircuitBreakerOpen alert read.
+double BreakerStateValue(BreakerState state) {
+  switch (state) {
+    case BreakerState::kClosed:
+      return 0;
+    case BreakerState::kOpen:
+      return 1;
+    case BreakerState::kHalfOpen:
+      return 2;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// Per processor: the rate and in-flight limits in force, and the circuit
+// breaker. Breaker series exist only for processors whose breaker is
+// enabled, so "closed" never stands for "no breaker"; the families are
+// always present (HELP and TYPE) so that rules naming them load everywhere.
+void StateCollector::AddProtectionFamilies(const EngineSnapshot& snapshot,
+                                           std::vector<MetricFamily>& families) const {
+  MetricFamily rate = Family("ferry_processor_rate_limit_events_per_second",
+                             "Dispatch rate limit in force per processor, configured or set by "
+                             "an operator (0: no limit)",
+                             MetricType::Gauge);
+  MetricFamily concurrency = Family("ferry_processor_concurrency_limit",
+                                    "In-flight limit in force per processor (adaptive, or "
+                                    "streams x max_in_flight)",
+                                    MetricType::Gauge);
+  MetricFamily breaker = Family("ferry_circuit_breaker_state",
+                                "Circuit breaker state per processor with the breaker enabled: "
+                                "0 closed, 1 open, 2 half-open",
+                                MetricType::Gauge);
+  MetricFamily opened = Family("ferry_circuit_breaker_opened_total",
+                               "Times the processor's circuit breaker opened",
+                               MetricType::Counter);
+  for (size_t i = 0; i < processor_names_.size(); ++i) {
+    const std::vector<ClientMetric::Label> labels = {{"processor", processor_names_[i]}};
+    const ProcessorSnapshot processor =
+        i < snapshot.processors.size() ? snapshot.processors[i] : ProcessorSnapshot{};
+    AddGauge(rate, labels, std::max(0.0, processor.rate_limit_eps));
+    AddGauge(concurrency, labels, static_cast<double>(processor.concurrency_limit));
+    if (!processor.breaker_enabled) continue;
+    AddGauge(breaker, labels, BreakerStateValue(processor.breaker_state));
+    // A counter never goes down; a negative count would be an engine bug.
+    AddCounter(opened, labels, static_cast<double>(std::max<int64_t>(0, processor.breaker_opened)));
+  }
+  families.push_back(std::move(rate));
+  families.push_back(std::move(concurrency));
+  families.push_back(std::move(breaker));
+  families.push_back(std::move(opened));
 }
 
 // ---- ProcessCollector ----
@@ -343,7 +403,7 @@ std::vector<MetricFamily> ProcessCollector::Collect() const {
       MetricFamily cpu = Family("process_cpu_seconds_total",
                                 "Total user and system CPU time spent in seconds",
                                 MetricType::Counter);
-      AddCounter(cpu, (utime + stime) / ticks);
+      AddCounter(cpu, {}, (utime + stime) / ticks);
       families.push_back(std::move(cpu));
     }
     if (field(23, &vsize)) {

@@ -9,7 +9,9 @@
 //                   consumer's fetch state at scrape time: per partition (lag,
 //                   end/committed offsets, buffered, in flight, the oldest
 //                   unfinished event's age and offset, paused, blocked), lanes,
-//                   buffers against their budgets, worker streams and credit.
+//                   buffers against their budgets, worker streams and credit;
+//                   per processor the rate and in-flight limits in force and
+//                   the circuit breaker's state and openings.
 //                   Series of revoked partitions disappear with them.
 //   ProcessCollector  the standard process_* metrics from /proc/self (RSS,
 //                   CPU, file descriptors, start time).
@@ -75,6 +77,8 @@ class StateCollector final : public prometheus::Collectable {
  private:
   void AddProcessorFamilies(const EngineSnapshot& snapshot,
                             std::vector<prometheus::MetricFamily>& families) const;
+  void AddProtectionFamilies(const EngineSnapshot& snapshot,
+                             std::vector<prometheus::MetricFamily>& families) const;
 
   const std::vector<std::string> processor_names_;
   const std::vector<int> configured_streams_;

@@ -5,6 +5,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <limits>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -143,6 +145,85 @@ TEST(MetricsTest, StateCollectorReportsPartitionsLanesBuffersAndStreams) {
   metrics = Serialize(collector);
   EXPECT_TRUE(metrics.Find("ferry_partition_lag", p0).empty());
   EXPECT_EQ(metrics.Find("ferry_partition_lag").size(), 1u);
+}
+
+// Rate and in-flight limits for every processor; breaker series only where
+// the breaker is enabled, its state encoded 0/1/2 and its openings a counter.
+TEST(MetricsTest, StateCollectorReportsLimitsAndCircuitBreakers) {
+  FixedClock clock(absl::FromUnixSeconds(1'800'000'000));
+  Config config = TestConfig();
+  for (const char* name : {"search", "mailer", "audit"}) {
+    ProcessorConfig processor = config.processors[0];
+    processor.name = name;
+    config.processors.push_back(processor);
+  }
+  EngineSnapshot snapshot;
+  ProcessorSnapshot billing;  // limited, breaker open
+  billing.rate_limit_eps = 250.5;
+  billing.rate_limit_burst = 250;
+  billing.concurrency_limit = 17;
+  billing.concurrency_adaptive = true;
+  billing.breaker_enabled = true;
+  billing.breaker_state = BreakerState::kOpen;
+  billing.breaker_opened = 3;
+  ProcessorSnapshot search;  // no limit, breaker half-open
+  search.concurrency_limit = 400;
+  search.breaker_enabled = true;
+  search.breaker_state = BreakerState::kHalfOpen;
+  search.breaker_opened = 1;
+  ProcessorSnapshot mailer;  // breaker off; garbage that must not leak out
+  mailer.rate_limit_eps = std::numeric_limits<double>::quiet_NaN();
+  mailer.concurrency_limit = 8;
+  mailer.breaker_state = BreakerState::kOpen;
+  mailer.breaker_opened = 9;
+  // "audit" has no snapshot entry: reported as unlimited, no breaker.
+  snapshot.processors = {billing, search, mailer};
+  StateCollector collector(
+      config, [&snapshot] { return snapshot; },
+      [] { return std::map<TopicPartition, PartitionFetchState>{}; }, &clock);
+
+  Exposition metrics = Serialize(collector);
+  const MetricLabels b = {{"processor", "billing"}};
+  const MetricLabels s = {{"processor", "search"}};
+  const MetricLabels m = {{"processor", "mailer"}};
+  const MetricLabels a = {{"processor", "audit"}};
+  EXPECT_EQ(metrics.families.at("ferry_processor_rate_limit_events_per_second").type, "gauge");
+  EXPECT_EQ(metrics.families.at("ferry_processor_concurrency_limit").type, "gauge");
+  EXPECT_EQ(metrics.families.at("ferry_circuit_breaker_state").type, "gauge");
+  EXPECT_EQ(metrics.families.at("ferry_circuit_breaker_opened_total").type, "counter");
+  EXPECT_EQ(metrics.Value("ferry_processor_rate_limit_events_per_second", b), 250.5);
+  EXPECT_EQ(metrics.Value("ferry_processor_rate_limit_events_per_second", s), 0);
+  EXPECT_EQ(metrics.Value("ferry_processor_rate_limit_events_per_second", m), 0);
+  EXPECT_EQ(metrics.Value("ferry_processor_rate_limit_events_per_second", a), 0);
+  EXPECT_EQ(metrics.Value("ferry_processor_concurrency_limit", b), 17);
+  EXPECT_EQ(metrics.Value("ferry_processor_concurrency_limit", s), 400);
+  EXPECT_EQ(metrics.Value("ferry_processor_concurrency_limit", m), 8);
+  EXPECT_EQ(metrics.Value("ferry_processor_concurrency_limit", a), 0);
+  EXPECT_EQ(metrics.Value("ferry_circuit_breaker_state", b), 1);
+  EXPECT_EQ(metrics.Value("ferry_circuit_breaker_state", s), 2);
+  EXPECT_EQ(metrics.Value("ferry_circuit_breaker_opened_total", b), 3);
+  EXPECT_EQ(metrics.Value("ferry_circuit_breaker_opened_total", s), 1);
+  EXPECT_EQ(metrics.Find("ferry_circuit_breaker_state").size(), 2u);
+  EXPECT_EQ(metrics.Find("ferry_circuit_breaker_opened_total").size(), 2u);
+  EXPECT_TRUE(metrics.Find("ferry_circuit_breaker_state", m).empty());
+  EXPECT_TRUE(metrics.Find("ferry_circuit_breaker_state", a).empty());
+
+  // Closing reads 0; a negative count (an engine bug) never makes the
+  // counter go below zero.
+  snapshot.processors[0].breaker_state = BreakerState::kClosed;
+  snapshot.processors[0].breaker_opened = -5;
+  metrics = Serialize(collector);
+  EXPECT_EQ(metrics.Value("ferry_circuit_breaker_state", b), 0);
+  EXPECT_EQ(metrics.Value("ferry_circuit_breaker_opened_total", b), 0);
+
+  // No breaker anywhere: the families stay declared (rules naming them
+  // load) and carry no series.
+  snapshot.processors = {};
+  metrics = Serialize(collector);
+  EXPECT_TRUE(metrics.HasFamily("ferry_circuit_breaker_state"));
+  EXPECT_TRUE(metrics.HasFamily("ferry_circuit_breaker_opened_total"));
+  EXPECT_TRUE(metrics.Find("ferry_circuit_breaker_state").empty());
+  EXPECT_EQ(metrics.Find("ferry_processor_concurrency_limit").size(), 4u);
 }
 
 TEST(MetricsTest, ProcessCollectorReportsTheStandardProcessMetrics) {

@@ -1,0 +1,217 @@
+// The real ferryctl binary's `rate-limit` command against an in-process fake
+// Control server on 127.0.0.1 (port 0): the request it sends, the bearer
+// token, what it prints, and its exit codes (0 ok, 1 call failed, 2 usage:
+// nothing sent). ferryctl runs as a subprocess and the test waits for it to
+// exit; the fake answers synchronously, so there is nothing to poll.
+// (ferryctl_test.cc covers the other commands; this file keeps both under
+// the size limit.)
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "ferry/v1/control.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace ferry::ferryctl {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr char kFerryctl[] = "clients/ferryctl/ferryctl";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+// Answers SetRateLimit with `response` (or `error`) and records requests.
+class FakeControl final : public v1::Control::Service {
+ public:
+  grpc::Status SetRateLimit(grpc::ServerContext* context, const v1::SetRateLimitRequest* request,
+                            v1::SetRateLimitResponse* response) override {
+    absl::MutexLock lock(&mu);
+    requests.push_back(*request);
+    auto it = context->client_metadata().find("authorization");
+    authorizations.push_back(it == context->client_metadata().end()
+                                 ? ""
+                                 : std::string(it->second.data(), it->second.size()));
+    *response = this->response;
+    return error;
+  }
+
+  absl::Mutex mu;
+  grpc::Status error ABSL_GUARDED_BY(mu) = grpc::Status::OK;
+  v1::SetRateLimitResponse response ABSL_GUARDED_BY(mu);
+  std::vector<v1::SetRateLimitRequest> requests ABSL_GUARDED_BY(mu);
+  std::vector<std::string> authorizations ABSL_GUARDED_BY(mu);
+};
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+#define EXPECT_EXIT_CODE(run, code) \
+  EXPECT_EQ((run).exit_code, code) << "stdout:\n" << (run).out << "stderr:\n" << (run).err
+
+class FerryctlRateLimitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&fake_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    absl::MutexLock lock(&fake_.mu);
+    fake_.response.set_control_offset(7);
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  // Runs ferryctl with `args` plus --server (and `env` added to this
+  // process's environment without FERRY_CONTROL_TOKEN); waits for its exit.
+  Outcome Ferryctl(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+    static int runs = 0;
+    const char* dir = std::getenv("TEST_TMPDIR");
+    const std::string base = absl::StrCat(dir != nullptr ? dir : "/tmp", "/rl.", ++runs);
+    args.insert(args.begin(), kFerryctl);
+    args.push_back(absl::StrCat("--server=127.0.0.1:", port_));
+    args.push_back("--timeout=20s");
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> environment;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!absl::StartsWith(*e, "FERRY_CONTROL_TOKEN=")) environment.push_back(*e);
+    }
+    environment.insert(environment.end(), env.begin(), env.end());
+    std::vector<char*> envp;
+    for (std::string& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, (base + ".out").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (base + ".err").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int spawned =
+        posix_spawn(&pid, kFerryctl, &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    Outcome run;
+    if (spawned != 0) {
+      ADD_FAILURE() << "cannot start " << kFerryctl << ": " << std::strerror(spawned);
+      return run;
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) {  // ferryctl's --timeout bounds it
+      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+      return run;
+    }
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    run.out = ReadFile(base + ".out");
+    run.err = ReadFile(base + ".err");
+    return run;
+  }
+
+  std::vector<v1::SetRateLimitRequest> Requests() {
+    absl::MutexLock lock(&fake_.mu);
+    return fake_.requests;
+  }
+
+  FakeControl fake_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+TEST_F(FerryctlRateLimitTest, SetsARateWithABurstAndTheToken) {
+  const Outcome run =
+      Ferryctl({"rate-limit", "slow", "200", "--burst=20"}, {"FERRY_CONTROL_TOKEN=s3cret"});
+  EXPECT_EXIT_CODE(run, 0);
+  EXPECT_EQ(run.out,
+            "rate limit of slow: 200 events/s, burst 20 (control offset 7); every replica "
+            "applies it as it reads the control topic\n");
+  EXPECT_THAT(run.err, IsEmpty());
+  const std::vector<v1::SetRateLimitRequest> sent = Requests();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].processor(), "slow");
+  EXPECT_EQ(sent[0].events_per_second(), 200);
+  EXPECT_EQ(sent[0].burst(), 20);
+  EXPECT_FALSE(sent[0].clear());
+  absl::MutexLock lock(&fake_.mu);
+  EXPECT_THAT(fake_.authorizations, ElementsAre("Bearer s3cret"));
+}
+
+TEST_F(FerryctlRateLimitTest, ClearsAndLiftsAndPrintsJson) {
+  EXPECT_EXIT_CODE(Ferryctl({"rate-limit", "slow", "--clear"}), 0);
+  EXPECT_EXIT_CODE(Ferryctl({"rate-limit", "fast", "0"}), 0);
+  const Outcome json = Ferryctl({"rate-limit", "fast", "1.5", "--output=json"});
+  EXPECT_EXIT_CODE(json, 0);
+  EXPECT_THAT(json.out, HasSubstr("\"controlOffset\":\"7\""));
+  const std::vector<v1::SetRateLimitRequest> sent = Requests();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_TRUE(sent[0].clear());
+  EXPECT_EQ(sent[0].events_per_second(), 0);
+  EXPECT_FALSE(sent[1].clear());
+  EXPECT_EQ(sent[1].events_per_second(), 0);
+  EXPECT_EQ(sent[2].events_per_second(), 1.5);
+}
+
+TEST_F(FerryctlRateLimitTest, UsageErrorsSendNothing) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"rate-limit"},
+           {"rate-limit", "slow"},
+           {"rate-limit", "slow", "fast"},
+           {"rate-limit", "slow", "200", "300"},
+           {"rate-limit", "slow", "200", "--clear"},
+           {"rate-limit", "slow", "-5"},
+           {"rate-limit", "slow", "200", "--burst=-1"},
+           {"rate-limit", "slow", "200", "--topic=t"},
+           {"status", "--burst=5"},
+       }) {
+    const Outcome run = Ferryctl(args);
+    EXPECT_EXIT_CODE(run, 2) << ::testing::PrintToString(args);
+    EXPECT_THAT(run.err, HasSubstr("usage: ferryctl")) << ::testing::PrintToString(args);
+  }
+  EXPECT_THAT(Requests(), IsEmpty());
+}
+
+TEST_F(FerryctlRateLimitTest, ServerRefusalIsExitOneWithItsMessage) {
+  {
+    absl::MutexLock lock(&fake_.mu);
+    fake_.error = grpc::Status(grpc::StatusCode::NOT_FOUND,
+                               "processor \"nope\" is not configured (its processors: slow)");
+  }
+  const Outcome run = Ferryctl({"rate-limit", "nope", "5"});
+  EXPECT_EXIT_CODE(run, 1);
+  EXPECT_EQ(run.err,
+            "ferryctl: NOT_FOUND: processor \"nope\" is not configured (its processors: slow)\n");
+  EXPECT_THAT(run.out, IsEmpty());
+}
+
+}  // namespace
+}  // namespace ferry::ferryctl
