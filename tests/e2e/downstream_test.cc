@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "ferry/v1/control.grpc.pb.h"
@@ -91,15 +92,29 @@ struct PoolRun {
   // The p99 latency when nothing waits for a slot: the p99 of the work as
   // slept (about kWorkUs x 1.2), like for like with p99_us.
   int64_t unloaded_us = 0;
-  int64_t median_in_flight = -1;  // ferry's in flight (GetStatus) while the backlog lasted
+  // ferry's in flight and concurrency limit (GetStatus) while the backlog
+  // lasted.
+  int64_t median_in_flight = -1;
+  int64_t median_limit = -1;
+  bool adaptive = false;  // GetStatus's concurrency_adaptive
   std::vector<int64_t> in_flight_samples;
+  std::vector<int64_t> limit_samples;
 };
+
+// The middle half of `samples`: the run with its ramp-up and drain cut off.
+int64_t MiddleMedian(const std::vector<int64_t>& samples) {
+  if (samples.size() < 4) return Median(samples);
+  return Median(std::vector<int64_t>(samples.begin() + samples.size() / 4,
+                                     samples.end() - samples.size() / 4));
+}
 
 std::string Describe(const std::string& mode, const PoolRun& run) {
   return absl::StrCat(mode, ": ", static_cast<int64_t>(run.events_per_second),
                       " events/s, worker latency p50 ", run.p50_us / 1000.0, " ms, p99 ",
                       run.p99_us / 1000.0, " ms (unloaded p99 ", run.unloaded_us / 1000.0,
-                      " ms), ferry in flight median ", run.median_in_flight);
+                      " ms), ferry in flight median ", run.median_in_flight,
+                      ", concurrency limit median ", run.median_limit,
+                      run.adaptive ? " (adaptive)" : " (fixed)");
 }
 
 void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_t events,
@@ -124,7 +139,10 @@ void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_
     ASSERT_FALSE(ferry->TryWait().has_value()) << LogTail(*ferry);
     absl::StatusOr<v1::GetStatusResponse> status = GetStatus(port);
     if (status.ok() && status->processors_size() == 1 && status->processors(0).in_flight() > 0) {
-      run->in_flight_samples.push_back(status->processors(0).in_flight());
+      const v1::ProcessorStatus& processor = status->processors(0);
+      run->in_flight_samples.push_back(processor.in_flight());
+      run->limit_samples.push_back(processor.concurrency_limit());
+      run->adaptive = processor.concurrency_adaptive();
     }
     absl::StatusOr<test_tools::GroupProgress> progress =
         test_tools::ReadGroupProgress(cluster.bootstrap, topic, group);
@@ -155,11 +173,8 @@ void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_
   EXPECT_GE(run->unloaded_us, kWorkUs);
   // The middle of the run: the backlog was there throughout, not ramping
   // up at the start nor draining at the end.
-  const std::vector<int64_t>& s = run->in_flight_samples;
-  run->median_in_flight =
-      s.size() < 4 ? Median(s)
-                   : Median(std::vector<int64_t>(s.begin() + s.size() / 4,
-                                                 s.end() - s.size() / 4));
+  run->median_in_flight = MiddleMedian(run->in_flight_samples);
+  run->median_limit = MiddleMedian(run->limit_samples);
 }
 
 TEST(DownstreamTest, AdaptiveConcurrencyKeepsAPooledDownstreamNearItsUnloadedLatency) {
@@ -182,17 +197,37 @@ TEST(DownstreamTest, AdaptiveConcurrencyKeepsAPooledDownstreamNearItsUnloadedLat
   ASSERT_NO_FATAL_FAILURE(RunAgainstPool(*cluster, "pool-adaptive", kEvents,
                                          "    concurrency: adaptive\n", &adaptive));
   std::cout << Describe("adaptive", adaptive) << std::endl;
+  std::cout << "adaptive, every 200 ms: concurrency limit "
+            << absl::StrJoin(adaptive.limit_samples, " ") << "\n  in flight "
+            << absl::StrJoin(adaptive.in_flight_samples, " ") << std::endl;
   ::testing::Test::RecordProperty("fixed", Describe("fixed", fixed));
   ::testing::Test::RecordProperty("adaptive", Describe("adaptive", adaptive));
 
   // The fixed default queues hundreds of events at a pool of 8.
   EXPECT_GT(fixed.p99_us, 2 * fixed.unloaded_us) << Describe("fixed", fixed);
   EXPECT_GT(fixed.median_in_flight, 16 * kPoolSize) << Describe("fixed", fixed);
+  EXPECT_FALSE(fixed.adaptive);
+  EXPECT_EQ(fixed.median_limit, 2 * 256) << "fixed: streams x max_in_flight";
   // Adaptive settles near the pool size, where latency stays within twice
   // the unloaded one...
   EXPECT_LE(adaptive.p99_us, 2 * adaptive.unloaded_us) << Describe("adaptive", adaptive);
   EXPECT_GE(adaptive.median_in_flight, kPoolSize / 2) << Describe("adaptive", adaptive);
   EXPECT_LE(adaptive.median_in_flight, 4 * kPoolSize) << Describe("adaptive", adaptive);
+  EXPECT_TRUE(adaptive.adaptive);
+  EXPECT_GE(adaptive.median_limit, kPoolSize / 2) << Describe("adaptive", adaptive);
+  EXPECT_LE(adaptive.median_limit, 4 * kPoolSize) << Describe("adaptive", adaptive);
+  // Settles: in the middle of the run at least 80% of the samples are
+  // within [pool / 2, 2 x pool] (Vegas aims a few events above the pool;
+  // its periodic probe halves the limit for a moment).
+  const std::vector<int64_t>& limits = adaptive.limit_samples;
+  const std::vector<int64_t> middle(limits.begin() + limits.size() / 4,
+                                    limits.end() - limits.size() / 4);
+  const int64_t near_pool = std::count_if(middle.begin(), middle.end(), [](int64_t limit) {
+    return limit >= kPoolSize / 2 && limit <= 2 * kPoolSize;
+  });
+  EXPECT_GE(near_pool * 10, static_cast<int64_t>(middle.size()) * 8)
+      << "the adaptive limit did not settle near the pool size: "
+      << absl::StrJoin(middle, " ");
   // ...and the pool stays busy: the same work gets done.
   EXPECT_GE(adaptive.events_per_second, 0.8 * fixed.events_per_second)
       << Describe("fixed", fixed) << "\n" << Describe("adaptive", adaptive);
@@ -242,6 +277,14 @@ TEST(DownstreamTest, RateLimitHoldsWithinFivePercentOverTwentySeconds) {
       },
       absl::Seconds(60), absl::Milliseconds(500));
   ASSERT_FALSE(ferry->TryWait().has_value()) << "ferry exited\n" << LogTail(*ferry);
+  // GetStatus shows the configured limit and its default burst (a tenth of
+  // a second's worth).
+  absl::StatusOr<v1::GetStatusResponse> status = GetStatus(WaitForControlPort(*ferry));
+  ASSERT_TRUE(status.ok()) << status.status();
+  ASSERT_EQ(status->processors_size(), 1);
+  EXPECT_EQ(status->processors(0).rate_limit_events_per_second(), kRate);
+  EXPECT_EQ(status->processors(0).rate_limit_burst(), kRate / 10);
+  EXPECT_FALSE(status->processors(0).rate_limit_overridden());
   EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0) << LogTail(*ferry);
   ASSERT_EQ(StopWorker(*worker), 0);
   ASSERT_TRUE(past_window) << handled.size() << " events handled in 60 s\n" << LogTail(*ferry);
@@ -268,6 +311,8 @@ struct OutageRun {
   std::vector<test_tools::ConsumedRecord> dead_letters;
   std::vector<HandledEvent> handled;
   std::string ferry_log;
+  bool saw_open = false;          // GetStatus said "open" during the outage
+  v1::ProcessorStatus after;      // GetStatus once all was committed
 };
 
 // `events` over 20 keys against a worker that answers RETRY to everything
@@ -287,9 +332,30 @@ void RunThroughOutage(const std::string& topic, int events, const std::string& b
           "    max_attempts: 3\n    retry_backoff: 100ms\n" + breaker),
       "ferry-" + topic);
   ASSERT_TRUE(ferry.ok()) << ferry.status();
+  const int port = WaitForControlPort(*ferry);
+  ASSERT_GT(port, 0) << LogTail(*ferry);
+  // ferry shows the breaker open while the downstream is down (the outage
+  // lasts 10 s from the first event).
+  auto processor_status = [&]() -> absl::StatusOr<v1::ProcessorStatus> {
+    absl::StatusOr<v1::GetStatusResponse> status = GetStatus(port);
+    if (!status.ok()) return status.status();
+    if (status->processors_size() != 1) return absl::NotFoundError("no processor in GetStatus");
+    return status->processors(0);
+  };
+  if (!breaker.empty()) {
+    run->saw_open = PollUntil(
+        [&] {
+          absl::StatusOr<v1::ProcessorStatus> status = processor_status();
+          return status.ok() && status->circuit_breaker() == "open";
+        },
+        absl::Seconds(10), kPoll);
+  }
   absl::StatusOr<test_tools::GroupProgress> progress =
       WaitAllCommitted(cluster->bootstrap, topic, group, events, *ferry, absl::Seconds(60));
   ASSERT_TRUE(progress.ok()) << progress.status() << "\n" << LogTail(*ferry);
+  absl::StatusOr<v1::ProcessorStatus> after = processor_status();
+  ASSERT_TRUE(after.ok()) << after.status();
+  run->after = *after;
   EXPECT_EQ(Terminate(*ferry, absl::Seconds(30)).value_or(-1), 0) << LogTail(*ferry);
   ASSERT_EQ(StopWorker(*worker), 0);
   run->ferry_log = ferry->Log();
@@ -326,6 +392,25 @@ TEST(DownstreamTest, BreakerKeepsAnOutageOutOfTheDeadLetterTopic) {
   // While open, nothing was sent: the outage saw the events in flight when
   // it opened and a few probes, not every event three times.
   EXPECT_LT(retries, kEvents) << "the breaker did not stop dispatch";
+
+  // Status and log: it opened (at least once: a failed probe reopens it),
+  // each transition logged once, and it ended closed.
+  EXPECT_TRUE(run.saw_open) << "GetStatus never showed the breaker open";
+  EXPECT_EQ(run.after.circuit_breaker(), "closed");
+  EXPECT_GE(run.after.circuit_breaker_opened(), 1);
+  auto count = [&](const std::string& text) {
+    int64_t n = 0;
+    for (size_t at = run.ferry_log.find(text); at != std::string::npos;
+         at = run.ferry_log.find(text, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const int64_t opened = count("circuit breaker of processor default opened");
+  EXPECT_EQ(opened, run.after.circuit_breaker_opened()) << "one line per opening";
+  EXPECT_EQ(count("circuit breaker of processor default half-open"), opened);
+  EXPECT_EQ(count("circuit breaker of processor default closed"), 1);
+  std::cout << "the breaker opened " << opened << " times\n";
 }
 
 TEST(DownstreamTest, WithoutTheBreakerAnOutageIsDeadLettered) {
@@ -342,6 +427,9 @@ TEST(DownstreamTest, WithoutTheBreakerAnOutageIsDeadLettered) {
   // Each dead-lettered event used its three attempts at the worker.
   EXPECT_EQ(CountAnswers(run.handled, "RETRY"),
             3 * static_cast<int64_t>(run.dead_letters.size()));
+  EXPECT_EQ(run.after.circuit_breaker(), "off");
+  EXPECT_EQ(run.after.circuit_breaker_opened(), 0);
+  EXPECT_EQ(run.ferry_log.find("circuit breaker"), std::string::npos);
 }
 
 // ---- Config errors ----
