@@ -220,6 +220,7 @@ TEST(DownstreamTest, AdaptiveConcurrencyKeepsAPooledDownstreamNearItsUnloadedLat
   // within [pool / 2, 2 x pool] (Vegas aims a few events above the pool;
   // its periodic probe halves the limit for a moment).
   const std::vector<int64_t>& limits = adaptive.limit_samples;
+  ASSERT_GE(limits.size(), 10u) << "too few GetStatus samples to judge";
   const std::vector<int64_t> middle(limits.begin() + limits.size() / 4,
                                     limits.end() - limits.size() / 4);
   const int64_t near_pool = std::count_if(middle.begin(), middle.end(), [](int64_t limit) {
