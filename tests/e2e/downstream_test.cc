@@ -133,7 +133,8 @@ void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_
   const int port = WaitForControlPort(*ferry);
   ASSERT_GT(port, 0) << LogTail(*ferry);
 
-  // Sample ferry's in-flight count until everything is committed.
+  // Sample ferry's in-flight count and concurrency limit until everything
+  // is committed.
   const absl::Time deadline = absl::Now() + absl::Seconds(90);
   while (true) {
     ASSERT_FALSE(ferry->TryWait().has_value()) << LogTail(*ferry);
