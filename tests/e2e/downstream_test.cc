@@ -92,6 +92,9 @@ struct PoolRun {
   // The p99 latency when nothing waits for a slot: the p99 of the work as
   // slept (about kWorkUs x 1.2), like for like with p99_us.
   int64_t unloaded_us = 0;
+  // The most events the worker held on one of its two streams at once
+  // (catches a spike of the limit between two GetStatus samples).
+  int64_t max_held = 0;
   // ferry's in flight and concurrency limit (GetStatus) while the backlog
   // lasted.
   int64_t median_in_flight = -1;
@@ -114,7 +117,8 @@ std::string Describe(const std::string& mode, const PoolRun& run) {
                       run.p99_us / 1000.0, " ms (unloaded p99 ", run.unloaded_us / 1000.0,
                       " ms), ferry in flight median ", run.median_in_flight,
                       ", concurrency limit median ", run.median_limit,
-                      run.adaptive ? " (adaptive)" : " (fixed)");
+                      run.adaptive ? " (adaptive)" : " (fixed)",
+                      ", most held on one worker stream ", run.max_held);
 }
 
 void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_t events,
@@ -171,6 +175,7 @@ void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_
   run->p50_us = stats.at("latency_p50_us");
   run->p99_us = stats.at("latency_p99_us");
   run->unloaded_us = stats.at("service_p99_us");
+  run->max_held = stats.at("max_held");
   EXPECT_GE(run->unloaded_us, kWorkUs);
   // The middle of the run: the backlog was there throughout, not ramping
   // up at the start nor draining at the end.
