@@ -51,6 +51,9 @@ void ConcurrencyLimiter::StartProbe() {
   probe_min_ = absl::InfiniteDuration();
   probe_ = Probe::kDraining;
   probe_samples_left_ = old_limit;
+  window_samples_ = 0;  // what the window held was measured under the old limit
+  window_latency_ = absl::ZeroDuration();
+  window_in_flight_ = 0;
 }
 
 void ConcurrencyLimiter::OnProbeSample(absl::Duration latency,
@@ -81,11 +84,16 @@ void ConcurrencyLimiter::OnSample(absl::Duration latency, int64_t in_flight,
     return;
   }
   in_flight = std::max<int64_t>(0, in_flight);
+  if (samples_since_cut_ >= 0) ++samples_since_cut_;
   // A drop cuts whatever the latency says: the downstream refused or lost
   // the event. Its latency (a fast refusal, a slow timeout) is no measure of
-  // the no-load latency.
+  // the no-load latency. One cut per window: the drops of one round trip
+  // are one signal.
   if (dropped) {
-    SetLimit(std::max(static_cast<double>(min_limit_), limit_ * kDropFactor));
+    if (samples_since_cut_ < 0 || samples_since_cut_ >= limit()) {
+      SetLimit(std::max(static_cast<double>(min_limit_), limit_ * kDropFactor));
+      samples_since_cut_ = 0;
+    }
     return;
   }
   if (probe_ != Probe::kNone) {
@@ -101,6 +109,18 @@ void ConcurrencyLimiter::OnSample(absl::Duration latency, int64_t in_flight,
     no_load_latency_ = latency;
     return;
   }
+  window_latency_ += latency;
+  window_in_flight_ = std::max(window_in_flight_, in_flight);
+  if (++window_samples_ < std::max<int64_t>(1, limit())) return;
+  const absl::Duration mean = window_latency_ / window_samples_;
+  const int64_t most_in_flight = window_in_flight_;
+  window_samples_ = 0;
+  window_latency_ = absl::ZeroDuration();
+  window_in_flight_ = 0;
+  Step(std::max(mean, no_load_latency_), most_in_flight);
+}
+
+void ConcurrencyLimiter::Step(absl::Duration latency, int64_t in_flight) {
   // The limit was not in use: the latency says nothing about a bigger one.
   if (in_flight < limit() - in_flight) return;  // in_flight x 2 < limit
   const double queue =

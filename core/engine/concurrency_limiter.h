@@ -11,11 +11,20 @@
 // pool) so settles a few events above its pool size, where latency stays
 // near the unloaded one.
 //
+// The limit moves at most once per window of `limit` samples (about one
+// round trip: the events sent under one limit come back), from the window's
+// mean latency and its highest in-flight count, after Netflix's
+// WindowedLimit. Moving on every sample let the results of events sent under
+// an older, lower limit pile steps up before any feedback from the new one
+// arrived (an end-to-end test saw 6 -> 30 within 5 samples and a p99 at 3.5x
+// the unloaded latency).
+//
 // The steps scale with log10 of the limit (at least 1, so a small limit
 // moves): a queue of at most log10(limit) grows it by 6 x log10(limit), one
 // under 3 x log10(limit) by log10(limit), one over 6 x log10(limit) shrinks
 // it by log10(limit). A drop cuts it to 0.9 x (multiplicative decrease, as
-// in AIMD), whatever the latency.
+// in AIMD), whatever the latency, at most once per window (like TCP, once
+// per round trip).
 //
 // The limit grows only while the limit is in use (in flight at least half
 // of it), so an idle processor does not inflate it. The no-load latency is
@@ -66,6 +75,8 @@ class ConcurrencyLimiter {
   void SetLimit(double limit);
   void StartProbe();
   void OnProbeSample(absl::Duration latency, int64_t in_flight);
+  // The Vegas step, from a full window.
+  void Step(absl::Duration latency, int64_t in_flight);
 
   const bool adaptive_;
   const int64_t max_limit_;
@@ -74,6 +85,12 @@ class ConcurrencyLimiter {
   absl::Duration no_load_latency_ = absl::InfiniteDuration();
   int64_t samples_since_probe_ = 0;
   int64_t changes_ = 0;
+  // The window under way: its samples, their latency sum and the most in
+  // flight; and the samples since the last cut for a drop.
+  int64_t window_samples_ = 0;
+  absl::Duration window_latency_ = absl::ZeroDuration();
+  int64_t window_in_flight_ = 0;
+  int64_t samples_since_cut_ = -1;  // -1: no cut yet
   // A probe under way: the halved limit it waits for, the samples it may
   // still take in its stage, and the lowest latency it learnt so far.
   Probe probe_ = Probe::kNone;

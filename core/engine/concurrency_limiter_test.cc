@@ -108,9 +108,11 @@ TEST(ConcurrencyLimiterTest, ComesDownFromAnOverloadedStart) {
   // and only the probes find the real no-load latency.
   ConcurrencyLimiter limiter(Adaptive(100), 1000);
   RunClosedLoop(limiter, 20'000, kService);
-  const LoopStats stats = RunClosedLoop(limiter, 500, kService);
-  EXPECT_GE(stats.min_limit, kPool);
+  const LoopStats stats = RunClosedLoop(limiter, 2'000, kService);
   EXPECT_LE(stats.max_limit, 2 * kPool);
+  // In the band but for the dips of probes.
+  EXPECT_GE(stats.min_limit, kPool / 2 - 1);
+  EXPECT_GT(stats.samples_in_band, 2'000 * 9 / 10);
 }
 
 TEST(ConcurrencyLimiterTest, ProbeRelearnsASlowerNoLoadLatency) {
@@ -120,7 +122,7 @@ TEST(ConcurrencyLimiterTest, ProbeRelearnsASlowerNoLoadLatency) {
   // no-load latency every sample looks queued, and the limit falls below
   // the pool...
   const absl::Duration slower = 3 * kService;
-  const LoopStats before_probe = RunClosedLoop(limiter, 50, slower);
+  const LoopStats before_probe = RunClosedLoop(limiter, 300, slower);
   EXPECT_LT(before_probe.min_limit, kPool);
   // ... until a probe learns the new no-load latency.
   RunClosedLoop(limiter, 2'000, slower);
@@ -136,6 +138,10 @@ TEST(ConcurrencyLimiterTest, DropsCutTheLimitMultiplicatively) {
   const int64_t changes = limiter.changes();
   limiter.OnSample(absl::Milliseconds(5), 100, /*dropped=*/true);
   EXPECT_EQ(limiter.limit(), 90);
+  // One cut per window (a limit's worth of samples): the drops of one round
+  // trip are one signal.
+  for (int i = 0; i < 89; ++i) limiter.OnSample(absl::Milliseconds(5), 90, /*dropped=*/true);
+  EXPECT_EQ(limiter.limit(), 90);
   limiter.OnSample(absl::Milliseconds(5), 90, /*dropped=*/true);
   EXPECT_EQ(limiter.limit(), 81);
   EXPECT_EQ(limiter.changes(), changes + 2);
@@ -143,7 +149,7 @@ TEST(ConcurrencyLimiterTest, DropsCutTheLimitMultiplicatively) {
 
 TEST(ConcurrencyLimiterTest, DropsNeverGoBelowMin) {
   ConcurrencyLimiter limiter(Adaptive(50, 7), 1000);
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < 2000; ++i) {
     limiter.OnSample(absl::Milliseconds(5), 50, /*dropped=*/true);
     ASSERT_GE(limiter.limit(), 7);
   }
@@ -154,7 +160,8 @@ TEST(ConcurrencyLimiterTest, DropsCutASettledLimit) {
   ConcurrencyLimiter limiter(Adaptive(20), 1000);
   RunClosedLoop(limiter, 100, kService);
   const int64_t settled = limiter.limit();
-  for (int i = 0; i < 5; ++i) {
+  // Five windows of drops: five cuts.
+  for (int64_t i = 0; i < 5 * settled; ++i) {
     limiter.OnSample(kService, limiter.limit(), /*dropped=*/true);
   }
   EXPECT_LT(limiter.limit(), settled * 6 / 10 + 1);
@@ -187,15 +194,18 @@ TEST(ConcurrencyLimiterTest, AppLimitedDoesNotGrow) {
   for (int i = 0; i < 90; ++i) limiter.OnSample(kService, 9, false);
   EXPECT_EQ(limiter.limit(), 20);
   EXPECT_EQ(limiter.changes(), 0);
-  // Half of it in use is enough.
-  limiter.OnSample(kService, 10, false);
+  // Half of it in use is enough (over a window of 20 samples).
+  for (int i = 0; i < 20; ++i) limiter.OnSample(kService, 10, false);
   EXPECT_GT(limiter.limit(), 20);
 }
 
 TEST(ConcurrencyLimiterTest, LongQueueShrinks) {
   ConcurrencyLimiter limiter(Adaptive(40), 1000);
   limiter.OnSample(kService, 40, false);
-  // Latency doubled: an estimated queue of 20 > beta (6 x log10 40 = 9.6).
+  // Latency doubled: an estimated queue of 20 > beta (6 x log10 40 = 9.6),
+  // acted on once the window of 40 samples is full.
+  for (int i = 0; i < 39; ++i) limiter.OnSample(2 * kService, 40, false);
+  EXPECT_EQ(limiter.limit(), 40);
   limiter.OnSample(2 * kService, 40, false);
   EXPECT_EQ(limiter.limit(), 38);  // 40 - log10(40)
 }
@@ -244,6 +254,9 @@ TEST(ConcurrencyLimiterTest, ProbeHalvesTheLimitAndWaitsForTheDrain) {
   limiter.OnSample(kService, 10, false);
   for (int i = 0; i < 10; ++i) limiter.OnSample(kService, 10, false);
   EXPECT_EQ(limiter.limit(), 10);
+  // A window (10 samples) later it grows.
+  for (int i = 0; i < 9; ++i) limiter.OnSample(kService, 10, false);
+  EXPECT_EQ(limiter.limit(), 10);
   limiter.OnSample(kService, 10, false);
   EXPECT_EQ(limiter.limit(), 16);  // 10 + 6 x log10(10)
 }
@@ -253,13 +266,14 @@ TEST(ConcurrencyLimiterTest, ProbeStopsWaitingForADrainThatNeverComes) {
   ASSERT_GT(RunUntilProbe(limiter), 0);
   ASSERT_EQ(limiter.limit(), 10);
   // In flight stays above the halved limit: after one old limit's worth
-  // of samples (20) and the learning (10) the limit moves again.
+  // of samples (20), the learning (10) and a window (10) the limit moves
+  // again.
   int samples = 0;
   while (limiter.limit() == 10 && samples < 100) {
     limiter.OnSample(kService, 20, false);
     ++samples;
   }
-  EXPECT_EQ(samples, 31);
+  EXPECT_EQ(samples, 40);
   EXPECT_EQ(limiter.limit(), 16);
 }
 
