@@ -5,20 +5,12 @@
 // exit; the fake answers synchronously, so there is nothing to poll.
 // (ferryctl_test.cc covers the other commands; this file keeps both under
 // the size limit.)
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "ferry/v1/control.grpc.pb.h"
@@ -26,8 +18,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-
-extern char** environ;
+#include "tests/tools/ferryctl_runner.h"
 
 namespace ferry::ferryctl {
 namespace {
@@ -37,13 +28,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 constexpr char kFerryctl[] = "clients/ferryctl/ferryctl";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
 
 // Answers SetRateLimit with `response` (or `error`) and records requests.
 class FakeControl final : public v1::Control::Service {
@@ -67,11 +51,7 @@ class FakeControl final : public v1::Control::Service {
   std::vector<std::string> authorizations ABSL_GUARDED_BY(mu);
 };
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Outcome = testing::FerryctlOutcome;
 
 #define EXPECT_EXIT_CODE(run, code) \
   EXPECT_EQ((run).exit_code, code) << "stdout:\n" << (run).out << "stderr:\n" << (run).err
@@ -96,46 +76,10 @@ class FerryctlRateLimitTest : public ::testing::Test {
   Outcome Ferryctl(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
     static int runs = 0;
     const char* dir = std::getenv("TEST_TMPDIR");
-    const std::string base = absl::StrCat(dir != nullptr ? dir : "/tmp", "/rl.", ++runs);
-    args.insert(args.begin(), kFerryctl);
     args.push_back(absl::StrCat("--server=127.0.0.1:", port_));
     args.push_back("--timeout=20s");
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> environment;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (!absl::StartsWith(*e, "FERRY_CONTROL_TOKEN=")) environment.push_back(*e);
-    }
-    environment.insert(environment.end(), env.begin(), env.end());
-    std::vector<char*> envp;
-    for (std::string& e : environment) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, (base + ".out").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (base + ".err").c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    const int spawned =
-        posix_spawn(&pid, kFerryctl, &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    Outcome run;
-    if (spawned != 0) {
-      ADD_FAILURE() << "cannot start " << kFerryctl << ": " << std::strerror(spawned);
-      return run;
-    }
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid) {  // ferryctl's --timeout bounds it
-      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
-      return run;
-    }
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    run.out = ReadFile(base + ".out");
-    run.err = ReadFile(base + ".err");
-    return run;
+    return testing::RunFerryctl(kFerryctl, args, env,
+                                absl::StrCat(dir != nullptr ? dir : "/tmp", "/rl.", ++runs));
   }
 
   std::vector<v1::SetRateLimitRequest> Requests() {

@@ -4,10 +4,6 @@
 // token in the metadata, and TLS/mTLS. ferryctl runs as a subprocess and the
 // test waits for it to exit; the fake answers synchronously, so there is
 // nothing to poll.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -33,8 +29,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-
-extern char** environ;
+#include "tests/tools/ferryctl_runner.h"
 
 namespace ferry::ferryctl {
 namespace {
@@ -140,11 +135,7 @@ class FakeControl final : public v1::Control::Service {
   }
 };
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Outcome = testing::FerryctlOutcome;
 
 class FerryctlTest : public ::testing::Test {
  protected:
@@ -168,49 +159,10 @@ class FerryctlTest : public ::testing::Test {
 
   // Runs ferryctl with `args` (and `env` added to a copy of this process's
   // environment without FERRY_CONTROL_TOKEN) and waits for it to exit.
-  Outcome Ferryctl(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
+  Outcome Ferryctl(const std::vector<std::string>& args,
+                   const std::vector<std::string>& env = {}) {
     static int runs = 0;
-    const std::string out_path = TempPath(absl::StrCat("ferryctl.", ++runs, ".out"));
-    const std::string err_path = TempPath(absl::StrCat("ferryctl.", runs, ".err"));
-    args.insert(args.begin(), kFerryctl);
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> environment;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (!absl::StartsWith(*e, "FERRY_CONTROL_TOKEN=")) environment.push_back(*e);
-    }
-    environment.insert(environment.end(), env.begin(), env.end());
-    std::vector<char*> envp;
-    for (std::string& e : environment) envp.push_back(e.data());
-    envp.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = -1;
-    const int spawned =
-        posix_spawn(&pid, kFerryctl, &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    Outcome run;
-    if (spawned != 0) {
-      ADD_FAILURE() << "cannot start " << kFerryctl << ": " << std::strerror(spawned);
-      return run;
-    }
-    int status = 0;
-    // ferryctl's own --timeout bounds the wait.
-    if (waitpid(pid, &status, 0) != pid) {
-      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
-      return run;
-    }
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    run.out = ReadFile(out_path);
-    run.err = ReadFile(err_path);
-    return run;
+    return testing::RunFerryctl(kFerryctl, args, env, TempPath(absl::StrCat("ferryctl.", ++runs)));
   }
 
   // Sets the fake's answers (under its lock: its threads read them).
