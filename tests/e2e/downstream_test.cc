@@ -75,7 +75,7 @@ int64_t Median(std::vector<int64_t> values) {
 
 // ---- Adaptive concurrency against a database with a fixed pool ----
 
-constexpr int kPoolSize = 8;
+constexpr int kPoolSize = 16;
 // Each event's work, spread over +-20% as queries vary (without any spread
 // the pool works in lockstep rounds, and an event that just misses a slot
 // waits a whole round however short the queue). Long enough that the
@@ -184,11 +184,11 @@ void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_
 }
 
 TEST(DownstreamTest, AdaptiveConcurrencyKeepsAPooledDownstreamNearItsUnloadedLatency) {
-  // 2000 keys, so that key order never limits what is in flight: with 512
+  // 4000 keys, so that key order never limits what is in flight: with 512
   // credit (2 streams x 256) the fixed default sends far more than the pool
   // holds.
-  constexpr int kEvents = 4000;  // about 5 s at the pool's pace
-  constexpr int kKeys = 2000;
+  constexpr int kEvents = 8000;  // about 5 s at the pool's pace
+  constexpr int kKeys = 4000;
   constexpr int kPartitions = 4;
   absl::StatusOr<MockCluster> cluster =
       StartMockClusterWithTopics({"pool-fixed", "pool-adaptive"}, kPartitions);
@@ -209,7 +209,7 @@ TEST(DownstreamTest, AdaptiveConcurrencyKeepsAPooledDownstreamNearItsUnloadedLat
   ::testing::Test::RecordProperty("fixed", Describe("fixed", fixed));
   ::testing::Test::RecordProperty("adaptive", Describe("adaptive", adaptive));
 
-  // The fixed default queues hundreds of events at a pool of 8.
+  // The fixed default queues hundreds of events at a pool of 16.
   EXPECT_GT(fixed.p99_us, 2 * fixed.unloaded_us) << Describe("fixed", fixed);
   EXPECT_GT(fixed.median_in_flight, 16 * kPoolSize) << Describe("fixed", fixed);
   EXPECT_FALSE(fixed.adaptive);
