@@ -188,6 +188,9 @@ TEST_F(OperatorRateLimitTest, FerryctlSetsShowsEnforcesAndClearsARateLimitAtRunT
   const int64_t in_window = CountIn(handled, from_ns, to_ns);
   std::cout << "at " << kRate << "/s: " << in_window << " events in " << kMeasure << ", "
             << handled.size() << " of " << kEvents << " handled so far\n";
+  // 60 at exactly 20/s. Measured: about 50, as ferry tries the bucket on
+  // its 20 ms engine tick and a bucket of one token cannot hold the part of
+  // a token earned between its due time and the tick (a token every 60 ms).
   EXPECT_GE(in_window, 40);
   EXPECT_LE(in_window, 80);
 
@@ -197,25 +200,31 @@ TEST_F(OperatorRateLimitTest, FerryctlSetsShowsEnforcesAndClearsARateLimitAtRunT
   EXPECT_THAT(unknown.output, HasSubstr("NOT_FOUND"));
   EXPECT_THAT(unknown.output, HasSubstr("\"no-such-processor\""));
   EXPECT_THAT(unknown.output, HasSubstr("(its processors: default)"));
-  // ...and a negative rate, refused by ferryctl (a usage error: nothing
-  // sent) and by ferry when a client sends it anyway.
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"rate-limit", "default", "-5"}, {"rate-limit", "default", "--", "-5"}}) {
-    const Outcome negative = Ferryctl(args);
-    EXPECT_EQ(negative.exit, 2) << negative.output;
-    EXPECT_THAT(negative.output, Not(HasSubstr("control offset")));
+  // ...and a negative (or NaN, infinite, huge) rate, refused by ferryctl (a
+  // usage error: nothing sent) and by ferry when a client sends it anyway.
+  for (const char* rate : {"-5", "-0.5", "nan", "inf", "1e12"}) {
+    const Outcome refused = Ferryctl({"rate-limit", "default", rate});
+    EXPECT_EQ(refused.exit, 2) << refused.output;
+    EXPECT_THAT(refused.output,
+                HasSubstr(absl::StrCat("EVENTS_PER_SECOND \"", rate, "\" is not a number")));
   }
   v1::SetRateLimitRequest negative;
   negative.set_processor("default");
   negative.set_events_per_second(-5);
   EXPECT_EQ(SetRateLimitDirectly(negative).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::SetRateLimitRequest negative_burst;
+  negative_burst.set_processor("default");
+  negative_burst.set_events_per_second(kRate);
+  negative_burst.set_burst(-1);
+  EXPECT_EQ(SetRateLimitDirectly(negative_burst).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
   absl::StatusOr<v1::ProcessorStatus> still = Processor();
   ASSERT_TRUE(still.ok()) << still.status();
   EXPECT_EQ(still->rate_limit_events_per_second(), kRate);
   EXPECT_EQ(still->rate_limit_burst(), 1);
   EXPECT_TRUE(still->rate_limit_overridden());
   EXPECT_THAT(ferry_->Log(), Not(HasSubstr("rate limit of no-such-processor")));
-  EXPECT_THAT(ferry_->Log(), Not(HasSubstr("-5/s")));
+  EXPECT_THAT(ferry_->Log(), Not(HasSubstr("rate limit of default: -")));
 
   // (3) --clear returns to the configured state (no limit): shown, and the
   // rest of the backlog drains in seconds (minutes at 20/s).
