@@ -38,33 +38,12 @@ using ::testing::Not;
 
 constexpr absl::Duration kPoll = absl::Milliseconds(100);
 
-std::string Target(const Worker& worker) { return absl::StrCat("ipv4:127.0.0.1:", worker.port); }
-
 // FerryConfig's processor with more settings ("    key: value\n" lines).
 std::string WithProcessorSettings(std::string config, const std::string& settings) {
   const std::string anchor = "    timeout: 60s\n";
   const size_t at = config.find(anchor);
   config.insert(at + anchor.size(), settings);
   return config;
-}
-
-// ferry's Control port from its log, waiting for the line.
-int WaitForControlPort(Subprocess& ferry) {
-  int port = -1;
-  PollUntil([&] { return (port = FerryHealthPort(ferry.Log())) > 0 || ferry.TryWait(); },
-            absl::Seconds(30), kPoll);
-  return port;
-}
-
-absl::StatusOr<v1::GetStatusResponse> GetStatus(int port) {
-  auto stub = v1::Control::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                       grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  v1::GetStatusResponse status;
-  const grpc::Status answered = stub->GetStatus(&context, v1::GetStatusRequest(), &status);
-  if (!answered.ok()) return absl::UnavailableError(answered.error_message());
-  return status;
 }
 
 int64_t Median(std::vector<int64_t> values) {
@@ -130,7 +109,7 @@ void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_
   ASSERT_TRUE(worker.ok()) << worker.status();
   const std::string group = topic + "-group";
   absl::StatusOr<Subprocess> ferry = StartFerry(
-      WithProcessorSettings(FerryConfig(cluster.bootstrap, group, topic, Target(*worker), 2),
+      WithProcessorSettings(FerryConfig(cluster.bootstrap, group, topic, WorkerTarget(*worker), 2),
                             "    max_in_flight: 256\n" + concurrency),
       "ferry-" + topic);
   ASSERT_TRUE(ferry.ok()) << ferry.status();
@@ -142,7 +121,7 @@ void RunAgainstPool(const MockCluster& cluster, const std::string& topic, int64_
   const absl::Time deadline = absl::Now() + absl::Seconds(90);
   while (true) {
     ASSERT_FALSE(ferry->TryWait().has_value()) << LogTail(*ferry);
-    absl::StatusOr<v1::GetStatusResponse> status = GetStatus(port);
+    absl::StatusOr<v1::GetStatusResponse> status = GetFerryStatus(port);
     if (status.ok() && status->processors_size() == 1 && status->processors(0).in_flight() > 0) {
       const v1::ProcessorStatus& processor = status->processors(0);
       run->in_flight_samples.push_back(processor.in_flight());
@@ -255,7 +234,7 @@ TEST(DownstreamTest, RateLimitHoldsWithinFivePercentOverTwentySeconds) {
   ASSERT_TRUE(worker.ok()) << worker.status();
   absl::StatusOr<Subprocess> ferry = StartFerry(
       WithProcessorSettings(
-          FerryConfig(cluster->bootstrap, "limited-group", "limited", Target(*worker), 2),
+          FerryConfig(cluster->bootstrap, "limited-group", "limited", WorkerTarget(*worker), 2),
           absl::StrCat("    rate_limit: ", kRate, "\n")),
       "ferry-limited");
   ASSERT_TRUE(ferry.ok()) << ferry.status();
@@ -286,7 +265,7 @@ TEST(DownstreamTest, RateLimitHoldsWithinFivePercentOverTwentySeconds) {
   ASSERT_FALSE(ferry->TryWait().has_value()) << "ferry exited\n" << LogTail(*ferry);
   // GetStatus shows the configured limit and its default burst (a tenth of
   // a second's worth).
-  absl::StatusOr<v1::GetStatusResponse> status = GetStatus(WaitForControlPort(*ferry));
+  absl::StatusOr<v1::GetStatusResponse> status = GetFerryStatus(WaitForControlPort(*ferry));
   ASSERT_TRUE(status.ok()) << status.status();
   ASSERT_EQ(status->processors_size(), 1);
   EXPECT_EQ(status->processors(0).rate_limit_events_per_second(), kRate);
@@ -334,7 +313,7 @@ void RunThroughOutage(const std::string& topic, int events, const std::string& b
   const std::string group = topic + "-group";
   absl::StatusOr<Subprocess> ferry = StartFerry(
       WithProcessorSettings(
-          FerryConfig(cluster->bootstrap, group, topic, Target(*worker), 2,
+          FerryConfig(cluster->bootstrap, group, topic, WorkerTarget(*worker), 2,
                       absl::StrCat("failures:\n  dead_letter_topic: ", topic, "-dlq\n")),
           "    max_attempts: 3\n    retry_backoff: 100ms\n" + breaker),
       "ferry-" + topic);
@@ -344,7 +323,7 @@ void RunThroughOutage(const std::string& topic, int events, const std::string& b
   // ferry shows the breaker open while the downstream is down (the outage
   // lasts 10 s from the first event).
   auto processor_status = [&]() -> absl::StatusOr<v1::ProcessorStatus> {
-    absl::StatusOr<v1::GetStatusResponse> status = GetStatus(port);
+    absl::StatusOr<v1::GetStatusResponse> status = GetFerryStatus(port);
     if (!status.ok()) return status.status();
     if (status->processors_size() != 1) return absl::NotFoundError("no processor in GetStatus");
     return status->processors(0);

@@ -197,6 +197,29 @@ int FerryHealthPort(const std::string& log) {
   return port;
 }
 
+int WaitForControlPort(Subprocess& ferry) {
+  int port = -1;
+  PollUntil([&] { return (port = FerryHealthPort(ferry.Log())) > 0 || ferry.TryWait(); },
+            absl::Seconds(30));
+  return port;
+}
+
+absl::StatusOr<v1::GetStatusResponse> GetFerryStatus(int port, const std::string& token) {
+  auto stub = v1::Control::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                                       grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  if (!token.empty()) context.AddMetadata("authorization", absl::StrCat("Bearer ", token));
+  v1::GetStatusResponse status;
+  const grpc::Status answered = stub->GetStatus(&context, v1::GetStatusRequest(), &status);
+  if (!answered.ok()) return absl::UnavailableError(answered.error_message());
+  return status;
+}
+
+std::string WorkerTarget(const Worker& worker) {
+  return absl::StrCat("ipv4:127.0.0.1:", worker.port);
+}
+
 int64_t LastProgressValue(const std::string& log, const std::string& name) {
   const size_t line_start = log.rfind("progress:");
   if (line_start == std::string::npos) return -1;

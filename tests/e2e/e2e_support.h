@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "ferry/v1/control.grpc.pb.h"
 #include "tests/e2e/subprocess.h"
 #include "tests/tools/kafka_admin.h"
 
@@ -79,6 +80,16 @@ absl::StatusOr<bool> IsServing(int port);
 // The port of ferry's own gRPC server (Control, health, reflection) from its
 // log, or -1.
 int FerryHealthPort(const std::string& log);
+
+// ferry's Control port from its log, waiting up to 30 s for the line; -1 if
+// ferry exits or never names it.
+int WaitForControlPort(Subprocess& ferry);
+// Control/GetStatus at 127.0.0.1:`port` (with `authorization: Bearer
+// <token>` when `token` is not empty).
+absl::StatusOr<v1::GetStatusResponse> GetFerryStatus(int port, const std::string& token = "");
+
+// A processor's target for an example worker.
+std::string WorkerTarget(const Worker& worker);
 
 // The value of `name=` in the last `progress:` line of a ferry log, or -1.
 int64_t LastProgressValue(const std::string& log, const std::string& name);
