@@ -22,7 +22,8 @@ int64_t FixedLimit(const ProcessorConfig& processor) {
 DownstreamGuards::DownstreamGuards(const Config& config, absl::Time now) {
   guards_.reserve(config.processors.size());
   for (const ProcessorConfig& processor : config.processors) {
-    guards_.push_back(Guard{processor.name, processor.rate_limit, RateLimiter(), false,
+    guards_.push_back(Guard{processor.name, processor.rate_limit, RateLimiter(kEngineTimerTick),
+                            false,
                             ConcurrencyLimiter(processor.concurrency, FixedLimit(processor)),
                             CircuitBreaker(processor.circuit_breaker),
                             processor.circuit_breaker.probes});

@@ -33,6 +33,10 @@
 
 namespace ferry {
 
+// The engine timer's default tick (core/engine/engine_timer.h): besides
+// results, when a rate-limited processor is next looked at.
+inline constexpr absl::Duration kEngineTimerTick = absl::Milliseconds(20);
+
 class DownstreamGuards {
  public:
   DownstreamGuards(const Config& config, absl::Time now);

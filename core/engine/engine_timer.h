@@ -16,13 +16,14 @@
 
 #include "absl/time/time.h"
 #include "core/common/periodic_thread.h"
+#include "core/engine/downstream_guard.h"
 #include "core/engine/engine.h"
 
 namespace ferry {
 
 class EngineTimer {
  public:
-  static constexpr absl::Duration kDefaultTick = absl::Milliseconds(20);
+  static constexpr absl::Duration kDefaultTick = kEngineTimerTick;
 
   // Runs engine->OnTimer() every `tick`. `engine` must outlive the timer.
   explicit EngineTimer(Engine* engine, absl::Duration tick = kDefaultTick);

@@ -52,7 +52,8 @@ void RateLimiter::Refill(absl::Time now) {
   // Time that went backwards adds nothing, and the bucket keeps the later
   // time, so going forward again does not earn the same interval twice.
   if (now <= refilled_at_) return;
-  const double burst = BurstOf(config_);
+  const double slack = config_.events_per_second * poll_slack_seconds_;
+  const double burst = std::min(kMaxBurst, BurstOf(config_) + (std::isfinite(slack) ? slack : 0));
   const double seconds = absl::ToDoubleSeconds(now - refilled_at_);
   refilled_at_ = now;
   const double earned = seconds * config_.events_per_second;

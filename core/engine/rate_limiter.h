@@ -20,8 +20,15 @@ namespace ferry {
 
 class RateLimiter {
  public:
-  // Unlimited until Configure.
-  RateLimiter() = default;
+  // Unlimited until Configure. `poll_slack`: how late after a token is due
+  // the caller may look (the engine dispatches on results and on its timer
+  // tick). The bucket holds up to rate x poll_slack beyond the burst while
+  // refilling, so a token earned while the bucket was full and the caller
+  // not yet looking is not lost to the cap: without it a burst of 1 at 20/s
+  // polled every 20 ms gave 16.7/s (a token every 60 ms, not 50). A full
+  // bucket at Configure holds the burst only.
+  explicit RateLimiter(absl::Duration poll_slack = absl::ZeroDuration())
+      : poll_slack_seconds_(absl::ToDoubleSeconds(poll_slack)) {}
 
   // Sets the rate and burst (an operator's change at run time, or the
   // config at start). A limit starts with a full bucket the first time, and
@@ -45,6 +52,7 @@ class RateLimiter {
  private:
   void Refill(absl::Time now);
 
+  double poll_slack_seconds_ = 0;
   RateLimitConfig config_;
   double tokens_ = 0;
   absl::Time refilled_at_ = absl::InfinitePast();

@@ -232,5 +232,37 @@ TEST(RateLimiterTest, TakeOfZeroOrNegativeChangesNothing) {
   EXPECT_EQ(limiter.Available(kStart), 10);
 }
 
+// Takes every whole token at each poll, `poll` apart, for `seconds`.
+int64_t TakenWhenPolled(RateLimiter& limiter, absl::Duration poll, int seconds) {
+  int64_t taken = 0;
+  for (absl::Time t = kStart; t < kStart + absl::Seconds(seconds); t += poll) {
+    const int64_t n = limiter.Available(t);
+    limiter.Take(n);
+    taken += n;
+  }
+  return taken;
+}
+
+TEST(RateLimiterTest, PollSlackKeepsTheRateWhenPolledLateWithASmallBurst) {
+  const RateLimitConfig config{20, 1};  // 20/s, burst 1: a token every 50 ms
+  // Polled every 20 ms (the engine's tick), a token due at 50 ms is seen at
+  // 60 ms; without slack the bucket sat full meanwhile and lost the 10 ms.
+  RateLimiter capped;
+  capped.Configure(config, kStart);
+  EXPECT_LE(TakenWhenPolled(capped, absl::Milliseconds(20), 10), 170);
+  RateLimiter slack(absl::Milliseconds(20));
+  slack.Configure(config, kStart);
+  const int64_t taken = TakenWhenPolled(slack, absl::Milliseconds(20), 10);
+  EXPECT_GE(taken, 200);  // 1 at the start + 20/s for 10 s
+  EXPECT_LE(taken, 201);
+}
+
+TEST(RateLimiterTest, PollSlackAddsAtMostRateTimesSlackToABurst) {
+  RateLimiter limiter(absl::Milliseconds(20));
+  limiter.Configure({1000, 5}, kStart);  // slack: 1000/s x 20 ms = 20 tokens
+  EXPECT_EQ(limiter.Available(kStart), 5);  // a full bucket is the burst
+  EXPECT_EQ(limiter.Available(kStart + absl::Hours(1)), 25);
+}
+
 }  // namespace
 }  // namespace ferry

@@ -188,11 +188,12 @@ TEST_F(OperatorRateLimitTest, FerryctlSetsShowsEnforcesAndClearsARateLimitAtRunT
   const int64_t in_window = CountIn(handled, from_ns, to_ns);
   std::cout << "at " << kRate << "/s: " << in_window << " events in " << kMeasure << ", "
             << handled.size() << " of " << kEvents << " handled so far\n";
-  // 60 at exactly 20/s. Measured: about 50, as ferry tries the bucket on
-  // its 20 ms engine tick and a bucket of one token cannot hold the part of
-  // a token earned between its due time and the tick (a token every 60 ms).
-  EXPECT_GE(in_window, 40);
-  EXPECT_LE(in_window, 80);
+  // 60 at exactly 20/s. (Before the bucket kept a tick's worth of slack
+  // beyond its burst of 1, a token due between two 20 ms engine ticks waited
+  // for the tick capped at one: about 50.) The bounds leave room for a slow
+  // machine, not for a lost part of each token.
+  EXPECT_GE(in_window, 54);
+  EXPECT_LE(in_window, 66);
 
   // (4) Bad input changes nothing: an unknown processor...
   const Outcome unknown = Ferryctl({"rate-limit", "no-such-processor", "20"});
