@@ -75,14 +75,7 @@ std::string ControlAddress(const Subprocess& ferry) {
 }
 
 absl::StatusOr<v1::GetStatusResponse> GetStatus(const Subprocess& ferry) {
-  auto stub = v1::Control::NewStub(
-      grpc::CreateChannel(ControlAddress(ferry), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
-  v1::GetStatusResponse status;
-  const grpc::Status answered = stub->GetStatus(&context, v1::GetStatusRequest(), &status);
-  if (!answered.ok()) return absl::UnavailableError(answered.error_message());
-  return status;
+  return GetFerryStatus(FerryHealthPort(ferry.Log()));
 }
 
 const v1::ProcessingStatus* FindProcessing(const v1::GetStatusResponse& status,
