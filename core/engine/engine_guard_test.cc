@@ -117,7 +117,8 @@ TEST_F(EngineGuardTest, FixedConcurrencyReportsStreamsTimesMaxInFlight) {
   Start(EngineTestConfig());
   const ProcessorSnapshot p = Processor();
   EXPECT_FALSE(p.concurrency_adaptive);
-  const ProcessorConfig& processor = EngineTestConfig().processors[0];
+  const Config config = EngineTestConfig();
+  const ProcessorConfig& processor = config.processors[0];
   EXPECT_EQ(p.concurrency_limit, int64_t{processor.streams} * processor.max_in_flight);
 }
 
