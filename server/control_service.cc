@@ -38,6 +38,55 @@ std::string DescribeRateLimit(const v1::SetRateLimitRequest& request) {
                                            : absl::StrCat(request.burst()));
 }
 
+// Why a reset request is refused before any Kafka round trip (no topic, no
+// target, a negative or future timestamp, a negative offset), or OK.
+absl::Status CheckResetRequest(const v1::ResetOffsetsRequest& request, absl::Time now) {
+  if (request.topic().empty()) {
+    return absl::InvalidArgumentError(
+        "empty request: set topic (and optionally partitions) and one of to_timestamp_ms, "
+        "to_earliest, to_latest, to_offset");
+  }
+  if (request.to_case() == v1::ResetOffsetsRequest::TO_NOT_SET ||
+      (request.to_case() == v1::ResetOffsetsRequest::kToEarliest && !request.to_earliest()) ||
+      (request.to_case() == v1::ResetOffsetsRequest::kToLatest && !request.to_latest())) {
+    return absl::InvalidArgumentError(
+        "say where to: set one of to_timestamp_ms, to_earliest, to_latest or to_offset");
+  }
+  if (request.to_case() == v1::ResetOffsetsRequest::kToTimestampMs) {
+    if (request.to_timestamp_ms() < 0) {
+      return absl::InvalidArgumentError("to_timestamp_ms must not be negative");
+    }
+    if (absl::FromUnixMillis(request.to_timestamp_ms()) > now + kClockSkew) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "timestamp ", absl::FormatTime(absl::RFC3339_sec,
+                                         absl::FromUnixMillis(request.to_timestamp_ms()),
+                                         absl::UTCTimeZone()),
+          " is in the future; to skip to the end use to_latest"));
+    }
+  }
+  if (request.to_case() == v1::ResetOffsetsRequest::kToOffset && request.to_offset() < 0) {
+    return absl::InvalidArgumentError("to_offset must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+// Copies what the partitions' owners answered onto the planned resets they
+// answer for; a partition nobody answered for keeps applied = false.
+void MarkApplied(const std::vector<ControlLog::AppliedResult>& results,
+                 v1::ResetOffsetsResponse* response) {
+  for (v1::PartitionReset& planned : *response->mutable_partitions()) {
+    for (const ControlLog::AppliedResult& applied : results) {
+      if (applied.result.topic() != planned.topic() ||
+          applied.result.partition() != planned.partition()) {
+        continue;
+      }
+      planned.set_applied(applied.result.ok());
+      planned.set_applied_by(applied.applied_by);
+      planned.set_error(applied.result.error());
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<v1::internal::RateLimitChange> RateLimitChangeFor(
@@ -230,35 +279,65 @@ grpc::Status ControlService::Resume(grpc::ServerContext* context,
   return PauseOrResume(/*paused=*/false, *context, *request, response);
 }
 
+absl::StatusOr<int64_t> ControlService::ResetTargetOffset(const v1::ResetOffsetsRequest& request,
+                                                          const TopicPartition& tp,
+                                                          int64_t earliest, int64_t end) {
+  switch (request.to_case()) {
+    case v1::ResetOffsetsRequest::kToEarliest:
+      return earliest;
+    case v1::ResetOffsetsRequest::kToLatest:
+      return end;
+    case v1::ResetOffsetsRequest::kToOffset:
+      if (request.to_offset() > end) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("offset ", request.to_offset(), " is beyond the end of ", tp.ToString(),
+                         " (end offset ", end, "); use an offset up to the end, or to_latest"));
+      }
+      if (request.to_offset() < earliest) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("offset ", request.to_offset(), " of ", tp.ToString(),
+                         " was deleted (earliest offset ", earliest, "); use to_earliest"));
+      }
+      return request.to_offset();
+    case v1::ResetOffsetsRequest::kToTimestampMs: {
+      absl::StatusOr<int64_t> offset =
+          control_->OffsetForTimestamp(tp, request.to_timestamp_ms(), kKafkaTimeout);
+      if (!offset.ok()) return offset.status();
+      return *offset < 0 ? end : *offset;  // no record at or after it: the end
+    }
+    case v1::ResetOffsetsRequest::TO_NOT_SET:
+      break;
+  }
+  return 0;  // CheckResetRequest refused it already
+}
+
+absl::Status ControlService::PlanReset(const v1::ResetOffsetsRequest& request,
+                                       const TopicPartition& tp,
+                                       const std::map<TopicPartition, int64_t>& committed,
+                                       v1::ResetOffsetsResponse* response,
+                                       v1::internal::ResetCommand* reset) {
+  absl::StatusOr<std::pair<int64_t, int64_t>> marks = control_->Watermarks(tp, kKafkaTimeout);
+  if (!marks.ok()) return marks.status();
+  const auto [earliest, end] = *marks;
+  absl::StatusOr<int64_t> target = ResetTargetOffset(request, tp, earliest, end);
+  if (!target.ok()) return target.status();
+  v1::PartitionReset* planned = response->add_partitions();
+  planned->set_topic(tp.topic);
+  planned->set_partition(tp.partition);
+  planned->set_current_offset(committed.count(tp) ? committed.at(tp) : -1);
+  planned->set_new_offset(*target);
+  planned->set_earliest_offset(earliest);
+  planned->set_end_offset(end);
+  v1::internal::ResetTarget* reset_target = reset->add_targets();
+  reset_target->set_topic(tp.topic);
+  reset_target->set_partition(tp.partition);
+  reset_target->set_offset(*target);
+  return absl::OkStatus();
+}
+
 absl::Status ControlService::Reset(const v1::ResetOffsetsRequest& request,
                                    v1::ResetOffsetsResponse* response) {
-  if (request.topic().empty()) {
-    return absl::InvalidArgumentError(
-        "empty request: set topic (and optionally partitions) and one of to_timestamp_ms, "
-        "to_earliest, to_latest, to_offset");
-  }
-  if (request.to_case() == v1::ResetOffsetsRequest::TO_NOT_SET ||
-      (request.to_case() == v1::ResetOffsetsRequest::kToEarliest && !request.to_earliest()) ||
-      (request.to_case() == v1::ResetOffsetsRequest::kToLatest && !request.to_latest())) {
-    return absl::InvalidArgumentError(
-        "say where to: set one of to_timestamp_ms, to_earliest, to_latest or to_offset");
-  }
-  const absl::Time now = absl::Now();
-  if (request.to_case() == v1::ResetOffsetsRequest::kToTimestampMs) {
-    if (request.to_timestamp_ms() < 0) {
-      return absl::InvalidArgumentError("to_timestamp_ms must not be negative");
-    }
-    if (absl::FromUnixMillis(request.to_timestamp_ms()) > now + kClockSkew) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "timestamp ", absl::FormatTime(absl::RFC3339_sec,
-                                         absl::FromUnixMillis(request.to_timestamp_ms()),
-                                         absl::UTCTimeZone()),
-          " is in the future; to skip to the end use to_latest"));
-    }
-  }
-  if (request.to_case() == v1::ResetOffsetsRequest::kToOffset && request.to_offset() < 0) {
-    return absl::InvalidArgumentError("to_offset must not be negative");
-  }
+  if (absl::Status valid = CheckResetRequest(request, absl::Now()); !valid.ok()) return valid;
   absl::StatusOr<std::vector<int32_t>> ids = SelectPartitions(
       request.topic(), {request.partitions().begin(), request.partitions().end()});
   if (!ids.ok()) return ids.status();
@@ -271,52 +350,10 @@ absl::Status ControlService::Reset(const v1::ResetOffsetsRequest& request,
 
   v1::internal::ControlLogRecord record;
   for (const TopicPartition& tp : partitions) {
-    absl::StatusOr<std::pair<int64_t, int64_t>> marks = control_->Watermarks(tp, kKafkaTimeout);
-    if (!marks.ok()) return marks.status();
-    const auto [earliest, end] = *marks;
-    int64_t target = 0;
-    switch (request.to_case()) {
-      case v1::ResetOffsetsRequest::kToEarliest:
-        target = earliest;
-        break;
-      case v1::ResetOffsetsRequest::kToLatest:
-        target = end;
-        break;
-      case v1::ResetOffsetsRequest::kToOffset:
-        if (request.to_offset() > end) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("offset ", request.to_offset(), " is beyond the end of ",
-                           tp.ToString(), " (end offset ", end,
-                           "); use an offset up to the end, or to_latest"));
-        }
-        if (request.to_offset() < earliest) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("offset ", request.to_offset(), " of ", tp.ToString(),
-                           " was deleted (earliest offset ", earliest, "); use to_earliest"));
-        }
-        target = request.to_offset();
-        break;
-      case v1::ResetOffsetsRequest::kToTimestampMs: {
-        absl::StatusOr<int64_t> offset =
-            control_->OffsetForTimestamp(tp, request.to_timestamp_ms(), kKafkaTimeout);
-        if (!offset.ok()) return offset.status();
-        target = *offset < 0 ? end : *offset;  // no record at or after it: the end
-        break;
-      }
-      case v1::ResetOffsetsRequest::TO_NOT_SET:
-        break;
+    if (absl::Status planned = PlanReset(request, tp, *committed, response, record.mutable_reset());
+        !planned.ok()) {
+      return planned;
     }
-    v1::PartitionReset* planned = response->add_partitions();
-    planned->set_topic(tp.topic);
-    planned->set_partition(tp.partition);
-    planned->set_current_offset(committed->count(tp) ? committed->at(tp) : -1);
-    planned->set_new_offset(target);
-    planned->set_earliest_offset(earliest);
-    planned->set_end_offset(end);
-    v1::internal::ResetTarget* reset_target = record.mutable_reset()->add_targets();
-    reset_target->set_topic(tp.topic);
-    reset_target->set_partition(tp.partition);
-    reset_target->set_offset(target);
   }
   response->set_dry_run(request.dry_run());
   if (request.dry_run()) {
@@ -330,19 +367,9 @@ absl::Status ControlService::Reset(const v1::ResetOffsetsRequest& request,
   response->set_control_offset(*offset);
   LogInfo("control", "reset of ", request.topic(), " recorded (command ", command_id,
           ", control offset ", *offset, ")");
-  const std::vector<ControlLog::AppliedResult> results = control_->WaitForResults(
-      command_id, partitions.size(), WaitFrom(request.wait_ms(), kDefaultResetWait));
-  for (v1::PartitionReset& planned : *response->mutable_partitions()) {
-    for (const ControlLog::AppliedResult& applied : results) {
-      if (applied.result.topic() != planned.topic() ||
-          applied.result.partition() != planned.partition()) {
-        continue;
-      }
-      planned.set_applied(applied.result.ok());
-      planned.set_applied_by(applied.applied_by);
-      planned.set_error(applied.result.error());
-    }
-  }
+  MarkApplied(control_->WaitForResults(command_id, partitions.size(),
+                                       WaitFrom(request.wait_ms(), kDefaultResetWait)),
+              response);
   return absl::OkStatus();
 }
 

@@ -17,6 +17,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,17 @@ class ControlService final : public v1::Control::Service {
   template <typename Request, typename Response>
   grpc::Status PauseOrResume(bool paused, const grpc::ServerContext& context,
                              const Request& request, Response* response);
+  // Where `request` moves `tp`, whose offsets run from `earliest` to `end`:
+  // InvalidArgument for a to_offset outside them; a timestamp after the last
+  // record moves it to `end`.
+  absl::StatusOr<int64_t> ResetTargetOffset(const v1::ResetOffsetsRequest& request,
+                                            const TopicPartition& tp, int64_t earliest,
+                                            int64_t end);
+  // Plans `tp`'s reset: its watermarks, `committed` offset (-1: none) and
+  // target go into `response`, the target into `reset` (the record to append).
+  absl::Status PlanReset(const v1::ResetOffsetsRequest& request, const TopicPartition& tp,
+                         const std::map<TopicPartition, int64_t>& committed,
+                         v1::ResetOffsetsResponse* response, v1::internal::ResetCommand* reset);
   absl::Status Reset(const v1::ResetOffsetsRequest& request, v1::ResetOffsetsResponse* response);
   absl::Status Skip(const v1::SkipOffsetRequest& request, v1::SkipOffsetResponse* response);
   absl::Status RateLimit(const v1::SetRateLimitRequest& request,
