@@ -1,7 +1,6 @@
 // ferry (`ferry --config ferry.yaml`; without --config: an embedded mock Kafka).
-// main parses the flags, loads the config, installs the shutdown signals and
-// runs the Server (server/server.h; startup and shutdown orders in
-// server/README.md).
+// main parses the flags, loads the config, installs the shutdown signals and runs
+// the Server (server/server.h; startup and shutdown orders in server/README.md).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,6 +11,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
+#include "core/common/allocator.h"
 #include "core/common/log.h"
 #include "core/config/config.h"
 #include "server/server.h"
@@ -55,6 +55,7 @@ absl::StatusOr<Config> LoadConfig() {
 }
 
 int Run(int argc, char** argv) {
+  KeepFreedMemoryMapped();  // why: core/common/allocator.h
   // Before any thread starts: every thread inherits the blocked mask.
   ShutdownSignals signals;
   // Debian's abseil has no NDEBUG: deadlock-cycle detection would cost ~60ns a
