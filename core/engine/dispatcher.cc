@@ -125,8 +125,9 @@ void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time
     }
     if (!sent_as_run) {
       --allowance;
+      const int64_t unstamped = taken->unstamped_size;
       const v1::Event& event = StartDelivery(parts, std::move(*taken), stream_id, stream, now);
-      const size_t event_size = event.ByteSizeLong();
+      const size_t event_size = DeliveredSize(event, unstamped);
       if (alone || static_cast<int64_t>(batch->events.bytes.size() + event_size) + kEventFraming >
                        processor_config.max_batch_bytes) {
         batches.Flush(*batch);
@@ -150,22 +151,24 @@ void Dispatcher::DispatchProcessor(const Parts& parts, int processor, absl::Time
 
 namespace {
 
-// An event's wire size once sent, at most: its size now plus its framing and
-// the fields a delivery stamps (id, deadline, run_id: 11 bytes each at most).
-int64_t EstimatedWireSize(const v1::Event& event) {
-  return static_cast<int64_t>(event.ByteSizeLong()) + kEventFraming + 3 * 11;
+// An event's wire size once sent, at most, with its framing: whatever the
+// delivery stamps (core/engine/events_wire.h).
+int64_t EstimatedWireSize(const QueuedEvent& queued) {
+  const int64_t unstamped = queued.unstamped_size >= 0 ? queued.unstamped_size
+                                                       : UnstampedWireSize(*queued.event);
+  return unstamped + kMaxStampedFieldsSize + kEventFraming;
 }
 
 }  // namespace
 
 int64_t Dispatcher::GatherRun(const Parts& parts, QueuedEvent head, int64_t longest,
                               int64_t max_bytes) {
-  int64_t bytes = EstimatedWireSize(*head.event);
+  int64_t bytes = EstimatedWireSize(head);
   run_scratch_.push_back(std::move(head));
   while (static_cast<int64_t>(run_scratch_.size()) < longest) {
     const QueuedEvent* follower = parts.queues.PeekRunMember(run_scratch_.front());
     if (follower == nullptr) break;
-    const int64_t size = EstimatedWireSize(*follower->event);
+    const int64_t size = EstimatedWireSize(*follower);
     if (bytes + size > max_bytes) break;  // the whole run must fit one message
     bytes += size;
     run_scratch_.push_back(parts.queues.TakeRunMember(follower->lane));
@@ -188,9 +191,11 @@ void Dispatcher::SendRun(const Parts& parts, int64_t stream_id, StreamTable::Ent
   }
   const uint64_t run_id = run_ids_.Next();
   for (int64_t i = 0; i < members; ++i) {
-    const v1::Event& event = StartDelivery(parts, std::move(run_scratch_[static_cast<size_t>(i)]),
-                                           stream_id, stream, now, run_id, static_cast<int>(i + 1));
-    AppendEventWire(event, event.ByteSizeLong(), &batch.events);
+    QueuedEvent& member = run_scratch_[static_cast<size_t>(i)];
+    const int64_t unstamped = member.unstamped_size;
+    const v1::Event& event = StartDelivery(parts, std::move(member), stream_id, stream, now,
+                                           run_id, static_cast<int>(i + 1));
+    AppendEventWire(event, DeliveredSize(event, unstamped), &batch.events);
   }
   ++parts.counters.runs;
   parts.counters.run_events += members;
@@ -231,11 +236,12 @@ void Dispatcher::DispatchQuarantined(const Parts& parts, int processor, absl::Ti
     QueuedEvent queued = std::move(queue.front());
     queue.pop_front();
     --allowance;
+    const int64_t unstamped = queued.unstamped_size;
     const v1::Event& event = StartDelivery(parts, std::move(queued), target, stream, now);
     stream.quarantined_id = event.id();
     EventsWire wire;
     wire.alone = true;
-    AppendEventWire(event, event.ByteSizeLong(), &wire);
+    AppendEventWire(event, DeliveredSize(event, unstamped), &wire);
     parts.outbox.PushEvents(target, stream.stream, std::move(wire));
   }
 }

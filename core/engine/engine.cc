@@ -10,6 +10,7 @@
 #include "core/common/log.h"
 #include "core/common/worker_text.h"
 #include "core/engine/engine_stats.h"
+#include "core/engine/events_wire.h"
 
 namespace ferry {
 
@@ -174,6 +175,7 @@ void Engine::SubmitLocked(v1::Event event, int64_t bytes, std::optional<std::str
   queued.queued_at = now;
   event.set_attempt(1);
   *queued.event = std::move(event);
+  queued.unstamped_size = UnstampedWireSize(*queued.event);
   if (queued.processor < 0) {
     ++counters_.failed;
     queued.lane = -1;

@@ -25,6 +25,10 @@ struct QueuedEvent {
   // Never null except in a moved-from QueuedEvent.
   std::unique_ptr<v1::Event> event = std::make_unique<v1::Event>();
   int64_t bytes = 0;
+  // The event's wire size without the fields a delivery stamps, measured
+  // once at submission (core/engine/events_wire.h, UnstampedWireSize); -1:
+  // not measured, each delivery measures the whole event.
+  int64_t unstamped_size = -1;
   uint64_t epoch = 0;
   int lane = 0;  // -1: not in a lane (unordered, poison, unroutable)
   int processor = 0;
