@@ -306,52 +306,54 @@ bool WriteFileAtomically(const std::string& path, const std::string& content) {
   return ok;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  // Debian's abseil is built without NDEBUG, so every Mutex lock would also
-  // run absl's deadlock-cycle detector (dozens of times per event). A
-  // program's main() may turn it off; the SDK library leaves it alone.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-
-  // Block the stop signals before any thread starts (threads inherit the
-  // mask); the main thread takes them synchronously with sigwait below.
+// Blocks SIGTERM and SIGINT and returns them. Call it before any thread
+// starts: threads inherit the mask, so only the main thread takes them,
+// synchronously, with sigwait.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
 
-  work = absl::Microseconds(absl::GetFlag(FLAGS_work_us));
-  faults.Configure();
-  std::optional<ferry::examples::SimulatedPool> database;
+// The simulated downstream of --pool_size and --unavailable_ms: `database` and
+// `down` own what the handler's `pool` and `outage` point to.
+void SetUpDownstream(std::optional<ferry::examples::SimulatedPool>* database,
+                     std::optional<ferry::examples::Outage>* down) {
   if (const int size = absl::GetFlag(FLAGS_pool_size); size > 0) {
-    database.emplace(size, absl::GetFlag(FLAGS_pool_jitter), absl::GetFlag(FLAGS_seed));
-    pool = &*database;
+    database->emplace(size, absl::GetFlag(FLAGS_pool_jitter), absl::GetFlag(FLAGS_seed));
+    pool = &**database;
   }
-  std::optional<ferry::examples::Outage> down;
   if (const int64_t ms = absl::GetFlag(FLAGS_unavailable_ms); ms > 0) {
-    down.emplace(absl::Milliseconds(ms));
-    outage = &*down;
+    down->emplace(absl::Milliseconds(ms));
+    outage = &**down;
     unavailable_retry_after = absl::Milliseconds(absl::GetFlag(FLAGS_unavailable_retry_after_ms));
   }
-  Recorder record_file;
+}
+
+// Opens --record into `record_file` and --record_starts; false (said on
+// stderr) when one cannot be opened.
+bool OpenRecordFiles(Recorder* record_file) {
   if (const std::string path = absl::GetFlag(FLAGS_record); !path.empty()) {
-    if (!record_file.Open(path, absl::GetFlag(FLAGS_record_flush))) {
+    if (!record_file->Open(path, absl::GetFlag(FLAGS_record_flush))) {
       std::fprintf(stderr, "example_worker: cannot open --record %s\n", path.c_str());
-      return 1;
+      return false;
     }
-    recorder = &record_file;
+    recorder = record_file;
   }
   if (const std::string path = absl::GetFlag(FLAGS_record_starts); !path.empty()) {
     starts_file = std::fopen(path.c_str(), "a");
     if (starts_file == nullptr) {
       std::fprintf(stderr, "example_worker: cannot open --record_starts %s\n", path.c_str());
-      return 1;
+      return false;
     }
   }
+  return true;
+}
 
+ferry::sdk::WorkerOptions OptionsFromFlags() {
   ferry::sdk::WorkerOptions options;
   options.name = absl::GetFlag(FLAGS_name);
   options.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
@@ -360,22 +362,22 @@ int main(int argc, char** argv) {
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
-  auto worker = ferry::sdk::Worker::Create(options, HandleEvent);
-  if (!worker.ok()) {
-    std::fprintf(stderr, "example_worker: %s\n", worker.status().ToString().c_str());
-    return 1;
-  }
-  the_worker = worker->get();
+  return options;
+}
+
+// Starts `worker` on --listen, writes --port_file and prints the banner;
+// false (said on stderr) when it cannot.
+bool Serve(ferry::sdk::Worker& worker, const ferry::sdk::WorkerOptions& options) {
   const std::string listen = absl::GetFlag(FLAGS_listen);
-  if (absl::Status s = (*worker)->Start(listen); !s.ok()) {
+  if (absl::Status s = worker.Start(listen); !s.ok()) {
     std::fprintf(stderr, "example_worker: %s\n", s.ToString().c_str());
-    return 1;
+    return false;
   }
-  const int port = (*worker)->port();
+  const int port = worker.port();
   if (const std::string path = absl::GetFlag(FLAGS_port_file); !path.empty()) {
     if (!WriteFileAtomically(path, std::to_string(port))) {
       std::fprintf(stderr, "example_worker: cannot write --port_file %s\n", path.c_str());
-      return 1;
+      return false;
     }
   }
   const std::string host = listen.substr(0, listen.rfind(':'));
@@ -388,6 +390,53 @@ int main(int argc, char** argv) {
   std::printf("example_worker listening on %s:%d (max_in_flight=%d)\n", host.c_str(), port,
               options.max_in_flight);
   std::fflush(stdout);
+  return true;
+}
+
+// Writes --stats (the file format is in the comment at the top).
+void WriteStats(const ferry::sdk::Worker& worker) {
+  const std::string path = absl::GetFlag(FLAGS_stats);
+  if (path.empty()) return;
+  const std::string stats =
+      absl::StrCat("events_received=", worker.events_received(), "\nmax_held=",
+                   worker.max_held(), "\ncredit_violations=", worker.credit_violations(),
+                   "\ncancelled=", cancelled_runs.load(), "\nlatency_count=",
+                   handler_latency.count(),
+                   "\nlatency_p50_us=", handler_latency.QuantileMicros(0.5),
+                   "\nlatency_p99_us=", handler_latency.QuantileMicros(0.99),
+                   "\nservice_p50_us=", service_time.QuantileMicros(0.5),
+                   "\nservice_p99_us=", service_time.QuantileMicros(0.99), "\n");
+  if (!WriteFileAtomically(path, stats)) {
+    std::fprintf(stderr, "example_worker: cannot write --stats %s\n", path.c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  // Debian's abseil is built without NDEBUG, so every Mutex lock would also
+  // run absl's deadlock-cycle detector (dozens of times per event). A
+  // program's main() may turn it off; the SDK library leaves it alone.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  sigset_t stop_signals = BlockStopSignals();
+
+  work = absl::Microseconds(absl::GetFlag(FLAGS_work_us));
+  faults.Configure();
+  std::optional<ferry::examples::SimulatedPool> database;
+  std::optional<ferry::examples::Outage> down;
+  SetUpDownstream(&database, &down);
+  Recorder record_file;
+  if (!OpenRecordFiles(&record_file)) return 1;
+
+  const ferry::sdk::WorkerOptions options = OptionsFromFlags();
+  auto worker = ferry::sdk::Worker::Create(options, HandleEvent);
+  if (!worker.ok()) {
+    std::fprintf(stderr, "example_worker: %s\n", worker.status().ToString().c_str());
+    return 1;
+  }
+  the_worker = worker->get();
+  if (!Serve(**worker, options)) return 1;
 
   int sig = 0;
   while (sigwait(&stop_signals, &sig) != 0) {
@@ -395,20 +444,6 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "example_worker: signal %d, shutting down\n", sig);
   (*worker)->Shutdown(absl::Seconds(5));
   record_file.Close();
-
-  if (const std::string path = absl::GetFlag(FLAGS_stats); !path.empty()) {
-    const std::string stats =
-        absl::StrCat("events_received=", (*worker)->events_received(), "\nmax_held=",
-                     (*worker)->max_held(), "\ncredit_violations=",
-                     (*worker)->credit_violations(), "\ncancelled=",
-                     cancelled_runs.load(), "\nlatency_count=", handler_latency.count(),
-                     "\nlatency_p50_us=", handler_latency.QuantileMicros(0.5),
-                     "\nlatency_p99_us=", handler_latency.QuantileMicros(0.99),
-                     "\nservice_p50_us=", service_time.QuantileMicros(0.5),
-                     "\nservice_p99_us=", service_time.QuantileMicros(0.99), "\n");
-    if (!WriteFileAtomically(path, stats)) {
-      std::fprintf(stderr, "example_worker: cannot write --stats %s\n", path.c_str());
-    }
-  }
+  WriteStats(**worker);
   return 0;
 }

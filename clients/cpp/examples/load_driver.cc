@@ -58,65 +58,65 @@ double CpuSeconds(int pid) {
   return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-}  // namespace
+// The worker's credit and answers, shared by the thread reading the stream
+// and the loop sending events.
+class CreditWindow {
+ public:
+  explicit CreditWindow(int64_t credit) : credit_(credit) {}
 
-int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  const int64_t total = absl::GetFlag(FLAGS_events);
-  const int batch = absl::GetFlag(FLAGS_batch);
-  const int run = absl::GetFlag(FLAGS_run);
-  const int pid = absl::GetFlag(FLAGS_worker_pid);
-
-  auto channel =
-      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials());
-  auto stub = ferry::v1::Processor::NewStub(channel);
-  grpc::ClientContext context;
-  context.AddMetadata("ferry-results-credit", "1");
-  auto stream = stub->Process(&context);
-  ProcessResponse msg;
-  if (!stream->Read(&msg) || !msg.has_ready()) {
-    std::fprintf(stderr, "load_driver: no Ready from the worker\n");
-    return 1;
+  // Reader: adds what `in` grants and answers. False once `total` events
+  // were answered (nothing more to read).
+  bool Read(const ProcessResponse& in, int64_t total) {
+    absl::MutexLock l(&mu_);
+    if (in.has_credit()) credit_ += in.credit().n();
+    if (in.has_results()) {
+      credit_ += in.results().credit();
+      answered_ += in.results().results_size();
+    }
+    return answered_ < total;
+  }
+  // Reader: the stream ended before every event was answered.
+  void Break() {
+    absl::MutexLock l(&mu_);
+    broken_ = true;
+  }
+  // Sender: waits for credit and takes up to `most` of it into `*n`; false
+  // if the stream broke instead.
+  bool Take(int64_t most, int64_t* n) {
+    absl::MutexLock l(&mu_);
+    mu_.Await(absl::Condition(this, &CreditWindow::CanSend));
+    if (broken_) return false;
+    *n = std::min(credit_, most);
+    credit_ -= *n;
+    return true;
+  }
+  int64_t answered() {
+    absl::MutexLock l(&mu_);
+    return answered_;
   }
 
-  absl::Mutex mu;
-  int64_t credit = msg.ready().max_in_flight();
-  int64_t answered = 0;
-  bool broken = false;
-  std::thread reader([&] {
-    ProcessResponse in;
-    while (stream->Read(&in)) {
-      absl::MutexLock l(&mu);
-      if (in.has_credit()) credit += in.credit().n();
-      if (in.has_results()) {
-        credit += in.results().credit();
-        answered += in.results().results_size();
-      }
-      if (answered >= total) return;
-    }
-    absl::MutexLock l(&mu);
-    broken = true;
-  });
+ private:
+  bool CanSend() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return credit_ > 0 || broken_; }
 
+  absl::Mutex mu_;
+  int64_t credit_ ABSL_GUARDED_BY(mu_);
+  int64_t answered_ ABSL_GUARDED_BY(mu_) = 0;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+using Stream = grpc::ClientReaderWriter<ProcessRequest, ProcessResponse>;
+
+// Sends `total` events in messages of up to `batch`, as the window's credit
+// allows (runs of `run` when above 1), until they are sent or the stream
+// breaks.
+void SendEvents(Stream& stream, CreditWindow& window, int64_t total, int batch, int run) {
   const std::string payload(200, 'x');
-  const double cpu0 = pid > 0 ? CpuSeconds(pid) : 0;
-  const absl::Time t0 = absl::Now();
   int64_t sent = 0;
   uint64_t run_id = 0;
   ProcessRequest req;
-  struct Window {
-    int64_t* credit;
-    bool* broken;
-  } window{&credit, &broken};
   while (sent < total) {
-    int64_t n;
-    {
-      absl::MutexLock l(&mu);
-      mu.Await(absl::Condition(+[](Window* w) { return *w->credit > 0 || *w->broken; }, &window));
-      if (broken) break;
-      n = std::min<int64_t>({credit, static_cast<int64_t>(batch), total - sent});
-      credit -= n;
-    }
+    int64_t n = 0;
+    if (!window.Take(std::min<int64_t>(batch, total - sent), &n)) break;
     auto* events = req.mutable_events();
     events->Clear();
     for (int64_t i = 0; i < n; ++i, ++sent) {
@@ -135,13 +135,12 @@ int main(int argc, char** argv) {
         e->set_run_id(run_id);
       }
     }
-    if (!stream->Write(req)) break;
+    if (!stream.Write(req)) break;
   }
-  reader.join();
-  const absl::Duration took = absl::Now() - t0;
-  const double cpu = pid > 0 ? CpuSeconds(pid) - cpu0 : 0;
-  stream->WritesDone();
-  context.TryCancel();
+}
+
+// The one output line (see the top of this file).
+void PrintResult(int64_t answered, absl::Duration took, int pid, double cpu) {
   std::printf("events=%lld seconds=%.3f events_per_s=%.0f", static_cast<long long>(answered),
               absl::ToDoubleSeconds(took),
               static_cast<double>(answered) / absl::ToDoubleSeconds(took));
@@ -150,5 +149,44 @@ int main(int argc, char** argv) {
                 cpu * 1e6 / static_cast<double>(answered));
   }
   std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const int64_t total = absl::GetFlag(FLAGS_events);
+  const int pid = absl::GetFlag(FLAGS_worker_pid);
+
+  auto channel =
+      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials());
+  auto stub = ferry::v1::Processor::NewStub(channel);
+  grpc::ClientContext context;
+  context.AddMetadata("ferry-results-credit", "1");
+  auto stream = stub->Process(&context);
+  ProcessResponse msg;
+  if (!stream->Read(&msg) || !msg.has_ready()) {
+    std::fprintf(stderr, "load_driver: no Ready from the worker\n");
+    return 1;
+  }
+
+  CreditWindow window(msg.ready().max_in_flight());
+  std::thread reader([&] {
+    ProcessResponse in;
+    while (stream->Read(&in)) {
+      if (!window.Read(in, total)) return;
+    }
+    window.Break();
+  });
+  const double cpu0 = pid > 0 ? CpuSeconds(pid) : 0;
+  const absl::Time t0 = absl::Now();
+  SendEvents(*stream, window, total, absl::GetFlag(FLAGS_batch), absl::GetFlag(FLAGS_run));
+  reader.join();
+  const absl::Duration took = absl::Now() - t0;
+  const double cpu = pid > 0 ? CpuSeconds(pid) - cpu0 : 0;
+  stream->WritesDone();
+  context.TryCancel();
+  const int64_t answered = window.answered();
+  PrintResult(answered, took, pid, cpu);
   return answered >= total ? 0 : 1;
 }
