@@ -15,6 +15,7 @@
 #include "ferry/v1/control_log.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/engine_fixtures.h"
 
 namespace ferry {
 namespace {
@@ -22,6 +23,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
+using testing::RateLimitRecord;
 using v1::internal::ControlLogRecord;
 
 const TopicPartition kT0{"t", 0};
@@ -224,55 +226,40 @@ TEST(ControlStateTest, GarbageCommandsTouchNoOwnedPartition) {
   EXPECT_THAT(Text(state.PendingResets({bogus})), ElementsAre(" \xff\xfe not utf-8/-7@-3"));
 }
 
-ControlLogRecord RateLimit(const std::string& processor, double events_per_second,
-                           int64_t burst = 0, bool clear = false) {
-  ControlLogRecord record;
-  v1::internal::RateLimitChange* change = record.mutable_rate_limit();
-  change->set_processor(processor);
-  change->set_events_per_second(events_per_second);
-  change->set_burst(burst);
-  change->set_clear(clear);
-  return record;
-}
-
-// The folded rate limits as "processor: rate/burst" (RateLimitConfig has no ==).
+// The folded rate limits as "processor: rate/burst".
 std::vector<std::string> Limits(const ControlState& state) {
-  std::vector<std::string> text;
-  for (const auto& [processor, limit] : state.RateLimits()) {
-    text.push_back(absl::StrCat(processor, ": ", limit.events_per_second, "/", limit.burst));
-  }
-  return text;
+  return testing::RateLimitsText(state.RateLimits());
 }
 
 TEST(ControlStateTest, TheLastRateLimitOfAProcessorIsInForceAndClearRemovesIt) {
   ControlState state;
   EXPECT_THAT(Limits(state), IsEmpty());
-  ASSERT_TRUE(state.Apply(RateLimit("slow", 200)));
-  ASSERT_TRUE(state.Apply(RateLimit("fast", 1000, 50)));
-  ASSERT_TRUE(state.Apply(RateLimit("slow", 12.5, 3)));  // replaces, burst too
+  ASSERT_TRUE(state.Apply(RateLimitRecord("slow", 200)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("fast", 1000, 50)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("slow", 12.5, 3)));  // replaces, burst too
   EXPECT_THAT(Limits(state), ElementsAre("fast: 1000/50", "slow: 12.5/3"));
   // 0 without clear: the limit is lifted by the operator (kept, not erased).
-  ASSERT_TRUE(state.Apply(RateLimit("fast", 0)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("fast", 0)));
   EXPECT_THAT(Limits(state), ElementsAre("fast: 0/0", "slow: 12.5/3"));
-  ASSERT_TRUE(state.Apply(RateLimit("slow", 0, 0, /*clear=*/true)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("slow", 0, 0, /*clear=*/true)));
   EXPECT_THAT(Limits(state), ElementsAre("fast: 0/0"));
   // Clearing twice, or a processor never set, changes nothing.
-  ASSERT_TRUE(state.Apply(RateLimit("slow", 0, 0, true)));
-  ASSERT_TRUE(state.Apply(RateLimit("never", 0, 0, true)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("slow", 0, 0, true)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("never", 0, 0, true)));
   EXPECT_THAT(Limits(state), ElementsAre("fast: 0/0"));
   // The same record again (a replayed log) folds to the same state.
-  ASSERT_TRUE(state.Apply(RateLimit("fast", 0)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("fast", 0)));
   EXPECT_THAT(Limits(state), ElementsAre("fast: 0/0"));
 }
 
 TEST(ControlStateTest, RateLimitsDoNotTouchPausesAndPausesDoNotTouchRateLimits) {
   ControlState state;
-  ASSERT_TRUE(state.Apply(RateLimit("slow", 5)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("slow", 5)));
   ASSERT_TRUE(state.Apply(Pause(true, "")));
   ASSERT_TRUE(state.Apply(Pause(false, "")));  // resume all clears pause_changes_
   EXPECT_THAT(Limits(state), ElementsAre("slow: 5/0"));
   ASSERT_TRUE(state.Apply(Pause(true, "t", {0})));
-  ASSERT_TRUE(state.Apply(RateLimit("slow", 0, 0, true)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("slow", 0, 0, true)));
   EXPECT_THAT(state.Paused(kOwned), UnorderedElementsAre(kT0));
   EXPECT_THAT(state.PauseCommands(), ElementsAre("pause t/0"));
 }
@@ -281,13 +268,13 @@ TEST(ControlStateTest, ARateLimitRecordWithImpossibleValuesIsIgnored) {
   // The edge refuses these; a record carrying one anyway must not reach the
   // engine, nor undo the limit in force.
   ControlState state;
-  ASSERT_TRUE(state.Apply(RateLimit("slow", 100, 10)));
+  ASSERT_TRUE(state.Apply(RateLimitRecord("slow", 100, 10)));
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   for (const ControlLogRecord& bad :
-       {RateLimit("slow", nan), RateLimit("slow", inf), RateLimit("slow", -inf),
-        RateLimit("slow", -1), RateLimit("slow", 5, -1), RateLimit("", 5),
-        RateLimit("", 0, 0, true)}) {
+       {RateLimitRecord("slow", nan), RateLimitRecord("slow", inf),
+        RateLimitRecord("slow", -inf), RateLimitRecord("slow", -1),
+        RateLimitRecord("slow", 5, -1), RateLimitRecord("", 5), RateLimitRecord("", 0, 0, true)}) {
     EXPECT_TRUE(state.Apply(bad)) << bad.ShortDebugString();
     EXPECT_THAT(Limits(state), ElementsAre("slow: 100/10")) << bad.ShortDebugString();
   }

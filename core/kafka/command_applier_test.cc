@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/common/clock.h"
@@ -128,23 +127,9 @@ TEST_F(CommandApplierTest, OperatorPausesOfOwnedPartitionsReachTheEngineAndAreAc
   EXPECT_TRUE(EnginePaused(kT0));
 }
 
-ControlLogRecord RateLimit(const std::string& processor, double events_per_second,
-                           int64_t burst, bool clear) {
-  ControlLogRecord record;
-  record.mutable_rate_limit()->set_processor(processor);
-  record.mutable_rate_limit()->set_events_per_second(events_per_second);
-  record.mutable_rate_limit()->set_burst(burst);
-  record.mutable_rate_limit()->set_clear(clear);
-  return record;
-}
-
 // "processor: rate/burst" of what the engine was last told.
 std::vector<std::string> Told(const CommandApplier& applier) {
-  std::vector<std::string> text;
-  for (const auto& [processor, limit] : applier.rate_limits()) {
-    text.push_back(absl::StrCat(processor, ": ", limit.events_per_second, "/", limit.burst));
-  }
-  return text;
+  return testing::RateLimitsText(applier.rate_limits());
 }
 
 TEST_F(CommandApplierTest, OperatorRateLimitsReachTheEngineWhateverTheAssignment) {
@@ -152,13 +137,13 @@ TEST_F(CommandApplierTest, OperatorRateLimitsReachTheEngineWhateverTheAssignment
   // the applier tells it the folded set, whole, on every change.)
   applier_.Apply(*consumer_, owned_);
   EXPECT_THAT(Told(applier_), IsEmpty());
-  ASSERT_NO_FATAL_FAILURE(Append(RateLimit("p", 200, 20, false)));
+  ASSERT_NO_FATAL_FAILURE(Append(testing::RateLimitRecord("p", 200, 20, false)));
   applier_.Apply(*consumer_, {});  // nothing owned: every replica limits
   EXPECT_THAT(Told(applier_), ElementsAre("p: 200/20"));
-  ASSERT_NO_FATAL_FAILURE(Append(RateLimit("q", 0, 0, false)));
+  ASSERT_NO_FATAL_FAILURE(Append(testing::RateLimitRecord("q", 0, 0, false)));
   applier_.Apply(*consumer_, owned_);
   EXPECT_THAT(Told(applier_), ElementsAre("p: 200/20", "q: 0/0"));
-  ASSERT_NO_FATAL_FAILURE(Append(RateLimit("p", 0, 0, true)));
+  ASSERT_NO_FATAL_FAILURE(Append(testing::RateLimitRecord("p", 0, 0, true)));
   applier_.Apply(*consumer_, owned_);
   EXPECT_THAT(Told(applier_), ElementsAre("q: 0/0"));
 }

@@ -1,5 +1,6 @@
 #include "tests/mocks/engine_fixtures.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
 namespace ferry::testing {
@@ -94,6 +95,26 @@ void AckAll(Engine& engine, int64_t stream_id, FakeWorkerStream& stream) {
   for (const v1::Event& event : stream.TakeHeld()) {
     engine.OnResults(stream_id, ResultFor(event.id(), v1::Result::OK));
   }
+}
+
+v1::internal::ControlLogRecord RateLimitRecord(const std::string& processor,
+                                               double events_per_second, int64_t burst,
+                                               bool clear) {
+  v1::internal::ControlLogRecord record;
+  v1::internal::RateLimitChange* change = record.mutable_rate_limit();
+  change->set_processor(processor);
+  change->set_events_per_second(events_per_second);
+  change->set_burst(burst);
+  change->set_clear(clear);
+  return record;
+}
+
+std::vector<std::string> RateLimitsText(const std::map<std::string, RateLimitConfig>& limits) {
+  std::vector<std::string> text;
+  for (const auto& [processor, limit] : limits) {
+    text.push_back(absl::StrCat(processor, ": ", limit.events_per_second, "/", limit.burst));
+  }
+  return text;
 }
 
 }  // namespace ferry::testing

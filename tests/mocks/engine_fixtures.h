@@ -6,12 +6,17 @@
 // the fields it cares about on the returned Config, in the test file, where the
 // reader sees it. Only Engine's public API is used.
 //
+// Also the operators' rate limits on their way to the engine: the control-log
+// record that sets one and the text form of the set the engine is told
+// (core/control/control_state_test.cc, core/kafka/command_applier_test.cc).
+//
 // Threading: an EngineHarness and an Engine passed in are used from the calling
 // (test) thread only, as the tests drive them; the functions have no state.
 #ifndef FERRY_TESTS_MOCKS_ENGINE_FIXTURES_H_
 #define FERRY_TESTS_MOCKS_ENGINE_FIXTURES_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +26,7 @@
 #include "core/config/config.h"
 #include "core/engine/engine.h"
 #include "core/engine/worker_stream.h"
+#include "ferry/v1/control_log.pb.h"
 #include "ferry/v1/processor.pb.h"
 #include "tests/mocks/fake_clock.h"
 #include "tests/mocks/fake_dead_letter_writer.h"
@@ -68,6 +74,16 @@ std::optional<int64_t> CommitOffset(const Engine& engine, int32_t partition = 0)
 // Acknowledges OK every event `stream` (stream id `stream_id` of `engine`)
 // holds, taking them from it.
 void AckAll(Engine& engine, int64_t stream_id, FakeWorkerStream& stream);
+
+// A control-log record that sets `processor`'s rate limit (`clear`: back to
+// its configured limit), with no command id.
+v1::internal::ControlLogRecord RateLimitRecord(const std::string& processor,
+                                               double events_per_second, int64_t burst = 0,
+                                               bool clear = false);
+
+// `limits` (a processor's name to its limit, as Engine::SetRateLimits takes
+// them) as "processor: rate/burst" in name order: RateLimitConfig has no ==.
+std::vector<std::string> RateLimitsText(const std::map<std::string, RateLimitConfig>& limits);
 
 // The fake clock, fake dead-letter writer and Engine of an engine test. Use it
 // as a member, or as a second base of a gtest fixture so a test reads
