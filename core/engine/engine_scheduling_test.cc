@@ -36,13 +36,6 @@ ProcessorConfig Processor(const std::string& name) {
   return processor;
 }
 
-TopicConfig Topic(const std::string& name, Ordering ordering = Ordering::kKey) {
-  TopicConfig topic;
-  topic.name = name;
-  topic.ordering = ordering;
-  return topic;
-}
-
 Config BaseConfig() {
   Config config;
   config.processors.push_back(Processor("p"));
@@ -83,7 +76,7 @@ class Harness : public EngineHarness {
 
 TEST(OrderingModeTest, KeyOrderIsKeptWithParallelismAcrossKeys) {
   Config config = BaseConfig();
-  config.topics = {Topic("t", Ordering::kKey)};
+  config.topics = {TopicConfig{"t", Ordering::kKey}};
   Harness h(config);
   h.Assign({{"t", 0}, {"t", 1}});
   constexpr int kKeys = 12;
@@ -121,7 +114,7 @@ TEST(OrderingModeTest, KeyOrderIsKeptWithParallelismAcrossKeys) {
 
 TEST(OrderingModeTest, PartitionModeIsStrictPerPartition) {
   Config config = BaseConfig();
-  config.topics = {Topic("t", Ordering::kPartition)};
+  config.topics = {TopicConfig{"t", Ordering::kPartition}};
   Harness h(config);
   h.Assign({{"t", 0}, {"t", 1}});
   for (int i = 0; i < 50; ++i) {
@@ -150,7 +143,7 @@ TEST(OrderingModeTest, PartitionModeIsStrictPerPartition) {
 TEST(OrderingModeTest, UnorderedReachesMoreConcurrencyThanLanes) {
   Config config = BaseConfig();
   config.lane_count = 4;
-  config.topics = {Topic("u", Ordering::kUnordered), Topic("k", Ordering::kKey)};
+  config.topics = {TopicConfig{"u", Ordering::kUnordered}, TopicConfig{"k", Ordering::kKey}};
   Harness h(config);
   h.Assign({{"u", 0}, {"k", 0}});
   h.Connect(1000);
@@ -174,11 +167,11 @@ class DelayTest : public ::testing::Test {
  protected:
   static Config DelayConfig() {
     Config config = BaseConfig();
-    TopicConfig topic = Topic("d");
+    TopicConfig topic{"d"};
     topic.delay = absl::Seconds(10);
     topic.delays["fast"] = absl::ZeroDuration();
     topic.delays["slow"] = absl::Minutes(1);
-    config.topics = {topic, Topic("plain")};
+    config.topics = {topic, TopicConfig{"plain"}};
     config.max_delayed_events = 5;
     config.resume_fraction = 0.5;
     return config;
@@ -346,13 +339,13 @@ Config PriorityConfig(Ordering ordering = Ordering::kKey) {
   Config config = BaseConfig();
   config.priority_classes = {{"high", 6}, {"medium", 3}, {"low", 1}};
   config.default_priority = "low";
-  TopicConfig hi = Topic("hi", ordering);
+  TopicConfig hi{"hi", ordering};
   hi.priority = "high";
-  TopicConfig hi2 = Topic("hi2", ordering);
+  TopicConfig hi2{"hi2", ordering};
   hi2.priority = "high";
-  TopicConfig med = Topic("med", ordering);
+  TopicConfig med{"med", ordering};
   med.priority = "medium";
-  config.topics = {hi, hi2, med, Topic("lo", ordering)};
+  config.topics = {hi, hi2, med, TopicConfig{"lo", ordering}};
   return config;
 }
 
@@ -488,7 +481,7 @@ TEST(PriorityTypeTest, EventTypesCanHaveTheirOwnClass) {
   config.priority_classes = {{"high", 9}, {"low", 1}};
   config.default_priority = "low";
   config.priority_by_type["urgent"] = "high";
-  config.topics = {Topic("t", Ordering::kUnordered)};
+  config.topics = {TopicConfig{"t", Ordering::kUnordered}};
   Harness h(config);
   h.Assign({{"t", 0}});
   for (int i = 0; i < 2000; ++i) {
@@ -511,7 +504,7 @@ TEST(PriorityTypeTest, EventTypesCanHaveTheirOwnClass) {
 
 TEST(RoutingPolicyTest, AnUnknownTypeAtRunTimeIsATerminalFailureByPolicyNeverADrop) {
   Config config = BaseConfig();
-  config.topics = {Topic("t")};
+  config.topics = {TopicConfig{"t"}};
   config.processors[0].event_types = {"order"};
   config.on_failure = FailurePolicy::kDeadLetter;
   config.dead_letter_topic = "dlq";
@@ -536,7 +529,7 @@ TEST(RoutingPolicyTest, AnUnknownTypeAtRunTimeIsATerminalFailureByPolicyNeverADr
 
 TEST(RoutingPolicyTest, AnUnknownTypeUnderBlockHoldsItsPartition) {
   Config config = BaseConfig();
-  config.topics = {Topic("t")};
+  config.topics = {TopicConfig{"t"}};
   config.processors[0].event_types = {"order"};
   config.on_failure = FailurePolicy::kBlock;
   Harness h(config);

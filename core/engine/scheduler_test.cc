@@ -101,23 +101,16 @@ TEST(WeightedRoundRobinTest, ActivityChangesKeepScoresBounded) {
   }
 }
 
-TopicConfig Topic(const std::string& name, Ordering ordering = Ordering::kKey) {
-  TopicConfig topic;
-  topic.name = name;
-  topic.ordering = ordering;
-  return topic;
-}
-
 Config ThreeClassConfig() {
   Config config;
   config.priority_classes = {{"high", 6}, {"medium", 3}, {"low", 1}};
   config.default_priority = "low";
-  TopicConfig orders = Topic("orders");
+  TopicConfig orders{"orders"};
   orders.priority = "high";
   orders.delay = absl::Seconds(5);
   orders.delays["order.reminder"] = absl::Hours(1);
   orders.delays["order.now"] = absl::ZeroDuration();
-  TopicConfig audit = Topic("audit");
+  TopicConfig audit{"audit"};
   config.topics = {orders, audit};
   config.priority_by_type["refund"] = "medium";
   return config;
@@ -152,8 +145,8 @@ TEST(SchedulingPlanTest, RoutesTopicsAndTypesToFlowsOfTheirClass) {
 
 TEST(SchedulingPlanTest, WithoutPrioritiesEveryTopicIsAFlowOfOneClass) {
   Config config;
-  config.topics = {Topic("a", Ordering::kKey),
-                   Topic("b", Ordering::kUnordered)};
+  config.topics = {TopicConfig{"a", Ordering::kKey},
+                   TopicConfig{"b", Ordering::kUnordered}};
   const SchedulingPlan plan(config);
   EXPECT_EQ(plan.class_count(), 1);
   EXPECT_EQ(plan.flow_count(), 3);  // a, b, other
@@ -165,9 +158,9 @@ TEST(SchedulingPlanTest, WithoutPrioritiesEveryTopicIsAFlowOfOneClass) {
 
 TEST(SchedulerTest, RoundRobinAcrossTheFlowsOfAClassSkippingEmptyOnes) {
   Config config;
-  config.topics = {Topic("a", Ordering::kKey),
-                   Topic("b", Ordering::kKey),
-                   Topic("c", Ordering::kKey)};
+  config.topics = {TopicConfig{"a", Ordering::kKey},
+                   TopicConfig{"b", Ordering::kKey},
+                   TopicConfig{"c", Ordering::kKey}};
   const SchedulingPlan plan(config);
   Scheduler scheduler(plan, 1);
   std::map<int, int> backlog = {{0, 100}, {1, 2}, {2, 0}};
@@ -186,9 +179,9 @@ TEST(SchedulerTest, AClassWhoseFlowsYieldNothingIsNotCharged) {
   Config config;
   config.priority_classes = {{"high", 1}, {"low", 1}};
   config.default_priority = "low";
-  TopicConfig high = Topic("high");
+  TopicConfig high{"high"};
   high.priority = "high";
-  config.topics = {high, Topic("low", Ordering::kKey)};
+  config.topics = {high, TopicConfig{"low", Ordering::kKey}};
   const SchedulingPlan plan(config);
   Scheduler scheduler(plan, 1);
   const int high_flow = plan.RouteFor("high", "t").flow;
