@@ -6,18 +6,14 @@
 // (ferryctl_test.cc covers the other commands; this file keeps both under
 // the size limit.)
 
-#include <cstdlib>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "ferry/v1/control.grpc.pb.h"
 #include "gmock/gmock.h"
-#include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/fake_control.h"
 #include "tests/tools/ferryctl_runner.h"
 
 namespace ferry::ferryctl {
@@ -27,69 +23,30 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr char kFerryctl[] = "clients/ferryctl/ferryctl";
-
-// Answers SetRateLimit with `response` (or `error`) and records requests.
-class FakeControl final : public v1::Control::Service {
- public:
-  grpc::Status SetRateLimit(grpc::ServerContext* context, const v1::SetRateLimitRequest* request,
-                            v1::SetRateLimitResponse* response) override {
-    absl::MutexLock lock(&mu);
-    requests.push_back(*request);
-    auto it = context->client_metadata().find("authorization");
-    authorizations.push_back(it == context->client_metadata().end()
-                                 ? ""
-                                 : std::string(it->second.data(), it->second.size()));
-    *response = this->response;
-    return error;
-  }
-
-  absl::Mutex mu;
-  grpc::Status error ABSL_GUARDED_BY(mu) = grpc::Status::OK;
-  v1::SetRateLimitResponse response ABSL_GUARDED_BY(mu);
-  std::vector<v1::SetRateLimitRequest> requests ABSL_GUARDED_BY(mu);
-  std::vector<std::string> authorizations ABSL_GUARDED_BY(mu);
-};
-
 using Outcome = testing::FerryctlOutcome;
+using testing::FakeControl;
 
-#define EXPECT_EXIT_CODE(run, code) \
-  EXPECT_EQ((run).exit_code, code) << "stdout:\n" << (run).out << "stderr:\n" << (run).err
-
-class FerryctlRateLimitTest : public ::testing::Test {
+// Serves a FakeControl whose SetRateLimit answers control offset 7; every
+// run gets --server and a timeout.
+class FerryctlRateLimitTest : public testing::FakeControlTest {
  protected:
   void SetUp() override {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
-    builder.RegisterService(&fake_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    absl::MutexLock lock(&fake_.mu);
-    fake_.response.set_control_offset(7);
-  }
-  void TearDown() override {
-    if (server_ != nullptr) server_->Shutdown();
+    FakeControlTest::SetUp();
+    fake_.Configure([](FakeControl::Answers& answers) {
+      answers.rate_limit_response.set_control_offset(7);
+    });
   }
 
-  // Runs ferryctl with `args` plus --server (and `env` added to this
-  // process's environment without FERRY_CONTROL_TOKEN); waits for its exit.
   Outcome Ferryctl(std::vector<std::string> args, const std::vector<std::string>& env = {}) {
-    static int runs = 0;
-    const char* dir = std::getenv("TEST_TMPDIR");
-    args.push_back(absl::StrCat("--server=127.0.0.1:", port_));
+    args.push_back(Server());
     args.push_back("--timeout=20s");
-    return testing::RunFerryctl(kFerryctl, args, env,
-                                absl::StrCat(dir != nullptr ? dir : "/tmp", "/rl.", ++runs));
+    return FakeControlTest::Ferryctl(args, env);
   }
 
   std::vector<v1::SetRateLimitRequest> Requests() {
     absl::MutexLock lock(&fake_.mu);
-    return fake_.requests;
+    return fake_.rate_limit_requests;
   }
-
-  FakeControl fake_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
 };
 
 TEST_F(FerryctlRateLimitTest, SetsARateWithABurstAndTheToken) {
@@ -145,11 +102,10 @@ TEST_F(FerryctlRateLimitTest, UsageErrorsSendNothing) {
 }
 
 TEST_F(FerryctlRateLimitTest, ServerRefusalIsExitOneWithItsMessage) {
-  {
-    absl::MutexLock lock(&fake_.mu);
-    fake_.error = grpc::Status(grpc::StatusCode::NOT_FOUND,
-                               "processor \"nope\" is not configured (its processors: slow)");
-  }
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.error = grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                 "processor \"nope\" is not configured (its processors: slow)");
+  });
   const Outcome run = Ferryctl({"rate-limit", "nope", "5"});
   EXPECT_EXIT_CODE(run, 1);
   EXPECT_EQ(run.err,

@@ -6,7 +6,6 @@
 // nothing to poll.
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -19,7 +18,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
-#include "clients/ferryctl/control_client.h"
 #include "ferry/v1/control.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -27,8 +25,8 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/fake_control.h"
 #include "tests/tools/ferryctl_runner.h"
 
 namespace ferry::ferryctl {
@@ -39,8 +37,6 @@ using ::testing::ContainsRegex;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-constexpr char kFerryctl[] = "clients/ferryctl/ferryctl";
 
 template <typename T>
 T Parse(const std::string& text) {
@@ -56,138 +52,15 @@ std::string ReadFile(const std::string& path) {
   return contents.str();
 }
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
-}
-
-// Answers canned responses (or `error`) and records what it was sent.
-class FakeControl final : public v1::Control::Service {
- public:
-  grpc::Status Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
-                     v1::PauseResponse* response) override {
-    absl::MutexLock lock(&mu);
-    Record("Pause", context);
-    pause_requests.push_back(*request);
-    *response = pause_response;
-    return error;
-  }
-  grpc::Status Resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
-                      v1::ResumeResponse* response) override {
-    absl::MutexLock lock(&mu);
-    Record("Resume", context);
-    resume_requests.push_back(*request);
-    *response = resume_response;
-    return error;
-  }
-  grpc::Status ResetOffsets(grpc::ServerContext* context, const v1::ResetOffsetsRequest* request,
-                            v1::ResetOffsetsResponse* response) override {
-    absl::MutexLock lock(&mu);
-    Record("ResetOffsets", context);
-    reset_requests.push_back(*request);
-    *response = reset_response;
-    return error;
-  }
-  grpc::Status GetStatus(grpc::ServerContext* context, const v1::GetStatusRequest*,
-                         v1::GetStatusResponse* response) override {
-    absl::MutexLock lock(&mu);
-    Record("GetStatus", context);
-    *response = status_responses.empty() ? status_response : status_responses.front();
-    if (!status_responses.empty()) status_responses.erase(status_responses.begin());
-    return error;
-  }
-  grpc::Status SkipOffset(grpc::ServerContext* context, const v1::SkipOffsetRequest* request,
-                          v1::SkipOffsetResponse* response) override {
-    absl::MutexLock lock(&mu);
-    Record("SkipOffset", context);
-    skip_requests.push_back(*request);
-    *response = skip_response;
-    return error;
-  }
-
-  // The test sets the canned answers before running ferryctl and reads the
-  // records after it exited; the mutex covers the server's threads.
-  absl::Mutex mu;
-  grpc::Status error = grpc::Status::OK;
-  v1::PauseResponse pause_response;
-  v1::ResumeResponse resume_response;
-  v1::ResetOffsetsResponse reset_response;
-  v1::GetStatusResponse status_response;
-  std::vector<v1::GetStatusResponse> status_responses;  // answered first, in turn
-  v1::SkipOffsetResponse skip_response;
-  std::vector<std::string> calls;
-  // The authorization metadata of each call ("" when absent).
-  std::vector<std::string> authorizations;
-  std::vector<v1::PauseRequest> pause_requests;
-  std::vector<v1::ResumeRequest> resume_requests;
-  std::vector<v1::ResetOffsetsRequest> reset_requests;
-  std::vector<v1::SkipOffsetRequest> skip_requests;
-
- private:
-  void Record(const std::string& method, grpc::ServerContext* context)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    calls.push_back(method);
-    const auto& metadata = context->client_metadata();
-    auto it = metadata.find(std::string(kAuthorizationKey));
-    authorizations.push_back(it == metadata.end() ? ""
-                                                  : std::string(it->second.data(),
-                                                                it->second.size()));
-  }
-};
-
 using Outcome = testing::FerryctlOutcome;
+using testing::FakeControl;
 
-class FerryctlTest : public ::testing::Test {
- protected:
-  void SetUp() override { StartServer(grpc::InsecureServerCredentials()); }
-
-  void TearDown() override {
-    if (server_ != nullptr) server_->Shutdown();
-  }
-
-  void StartServer(std::shared_ptr<grpc::ServerCredentials> credentials) {
-    if (server_ != nullptr) server_->Shutdown();
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", credentials, &port_);
-    builder.RegisterService(&fake_);
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    ASSERT_GT(port_, 0);
-  }
-
-  std::string Server() const { return absl::StrCat("--server=127.0.0.1:", port_); }
-
-  // Runs ferryctl with `args` (and `env` added to a copy of this process's
-  // environment without FERRY_CONTROL_TOKEN) and waits for it to exit.
-  Outcome Ferryctl(const std::vector<std::string>& args,
-                   const std::vector<std::string>& env = {}) {
-    static int runs = 0;
-    return testing::RunFerryctl(kFerryctl, args, env, TempPath(absl::StrCat("ferryctl.", ++runs)));
-  }
-
-  // Sets the fake's answers (under its lock: its threads read them).
-  template <typename F>
-  void Configure(F set) {
-    absl::MutexLock lock(&fake_.mu);
-    set(fake_);
-  }
-
-  std::vector<std::string> Calls() {
-    absl::MutexLock lock(&fake_.mu);
-    return fake_.calls;
-  }
-
-  FakeControl fake_;
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
-};
-
-#define EXPECT_EXIT_CODE(run, code) \
-  EXPECT_EQ((run).exit_code, code) << "stdout:\n" << (run).out << "stderr:\n" << (run).err
+// Serves a FakeControl; each test runs ferryctl with Server() itself.
+class FerryctlTest : public testing::FakeControlTest {};
 
 TEST_F(FerryctlTest, StatusPrintsTables) {
-  Configure([](FakeControl& fake) {
-    fake.status_response = Parse<v1::GetStatusResponse>(R"pb(
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.status_response = Parse<v1::GetStatusResponse>(R"pb(
       replica: "ferry-a" group_id: "orders-ferry"
       partitions { topic: "orders" partition: 2 committed_offset: 10 end_offset: 15 lag: 5
                    lowest_unfinished_offset: 10 blocked_for_ms: 2000 fetch_paused: true }
@@ -210,8 +83,8 @@ TEST_F(FerryctlTest, StatusPrintsTables) {
 }
 
 TEST_F(FerryctlTest, StatusJsonIsTheResponse) {
-  Configure([](FakeControl& fake) {
-    fake.status_response = Parse<v1::GetStatusResponse>(R"pb(
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.status_response = Parse<v1::GetStatusResponse>(R"pb(
       replica: "ferry-a" group_id: "g"
       partitions { topic: "orders" partition: 0 committed_offset: 7 end_offset: 9 lag: 2 }
     )pb");
@@ -221,13 +94,13 @@ TEST_F(FerryctlTest, StatusJsonIsTheResponse) {
   v1::GetStatusResponse printed;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(run.out, &printed).ok()) << run.out;
   absl::MutexLock lock(&fake_.mu);
-  EXPECT_TRUE(MessageDifferencer::Equals(printed, fake_.status_response)) << run.out;
+  EXPECT_TRUE(MessageDifferencer::Equals(printed, fake_.answers.status_response)) << run.out;
   EXPECT_EQ(run.out.find('\n'), run.out.size() - 1) << "one JSON object on one line";
 }
 
 TEST_F(FerryctlTest, PauseSelectedPartitions) {
-  Configure([](FakeControl& fake) {
-    fake.pause_response = Parse<v1::PauseResponse>(R"pb(
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.pause_response = Parse<v1::PauseResponse>(R"pb(
       partitions { topic: "orders" partition: 0 }
       partitions { topic: "orders" partition: 3 }
       control_offset: 41
@@ -256,8 +129,8 @@ TEST_F(FerryctlTest, PauseKafkaTopicSpellingWithRanges) {
 }
 
 TEST_F(FerryctlTest, ResumeAll) {
-  Configure([](FakeControl& fake) {
-    fake.resume_response = Parse<v1::ResumeResponse>(R"pb(
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.resume_response = Parse<v1::ResumeResponse>(R"pb(
       partitions { topic: "orders" partition: 0 }
       partitions { topic: "audit" partition: 0 }
       control_offset: 42
@@ -293,8 +166,8 @@ TEST_F(FerryctlTest, SelectionUsageErrors) {
 }
 
 TEST_F(FerryctlTest, ResetToDatetimeSendsMilliseconds) {
-  Configure([](FakeControl& fake) {
-    fake.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
       partitions { topic: "orders" partition: 0 current_offset: 90 new_offset: 40
                    earliest_offset: 0 end_offset: 100 applied: true applied_by: "ferry-a" }
       control_offset: 43
@@ -324,8 +197,8 @@ TEST_F(FerryctlTest, ResetToDatetimeSendsMilliseconds) {
 }
 
 TEST_F(FerryctlTest, ResetDryRunInBothSpellings) {
-  Configure([](FakeControl& fake) {
-    fake.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
       partitions { topic: "orders" partition: 3 current_offset: 90 new_offset: 0 }
       dry_run: true control_offset: -1
     )pb");
@@ -347,8 +220,8 @@ TEST_F(FerryctlTest, ResetDryRunInBothSpellings) {
 }
 
 TEST_F(FerryctlTest, ResetToOffsetZeroAndWait) {
-  Configure([](FakeControl& fake) {
-    fake.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
       partitions { topic: "orders" partition: 1 new_offset: 0 applied: true }
     )pb");
   });
@@ -384,8 +257,8 @@ TEST_F(FerryctlTest, ResetNeedsExactlyOneTarget) {
 }
 
 TEST_F(FerryctlTest, ResetNotAppliedExits3) {
-  Configure([](FakeControl& fake) {
-    fake.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.reset_response = Parse<v1::ResetOffsetsResponse>(R"pb(
       partitions { topic: "orders" partition: 0 new_offset: 4 applied: true applied_by: "ferry-a" }
       partitions { topic: "orders" partition: 1 new_offset: 4 applied: false }
       control_offset: 44
@@ -402,8 +275,8 @@ TEST_F(FerryctlTest, ResetNotAppliedExits3) {
 }
 
 TEST_F(FerryctlTest, Skip) {
-  Configure([](FakeControl& fake) {
-    fake.skip_response =
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.skip_response =
         Parse<v1::SkipOffsetResponse>(R"pb(outcome: "dead_lettered" applied_by: "ferry-b")pb");
   });
   const Outcome run =
@@ -423,8 +296,8 @@ TEST_F(FerryctlTest, Skip) {
 }
 
 TEST_F(FerryctlTest, ErrorResponseExits1WithTheCode) {
-  Configure([](FakeControl& fake) {
-    fake.error = grpc::Status(grpc::StatusCode::NOT_FOUND,
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.error = grpc::Status(grpc::StatusCode::NOT_FOUND,
                                "topic \"x\" is not consumed by ferry (topics: orders)");
   });
   const Outcome run = Ferryctl({"pause", "--topic=x", Server()});
@@ -432,8 +305,8 @@ TEST_F(FerryctlTest, ErrorResponseExits1WithTheCode) {
   EXPECT_EQ(run.err, "ferryctl: NOT_FOUND: topic \"x\" is not consumed by ferry (topics: orders)\n");
   EXPECT_THAT(run.out, IsEmpty());
 
-  Configure([](FakeControl& fake) {
-    fake.error = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "offset 5 is not in flight");
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.error = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "offset 5 is not in flight");
   });
   const Outcome skip = Ferryctl({"skip", "--topic=orders", "--partition=0", "--offset=5", Server()});
   EXPECT_EXIT_CODE(skip, 1);
@@ -504,8 +377,8 @@ TEST_F(FerryctlTest, MutualTls) {
 }
 
 TEST_F(FerryctlTest, MetricsViewTakesRatesFromTwoGetStatusAnswers) {
-  Configure([](FakeControl& fake) {
-    fake.status_responses = {
+  fake_.Configure([](FakeControl::Answers& answers) {
+    answers.status_responses = {
         Parse<v1::GetStatusResponse>(R"pb(sampled_at_ms: 1000 counters { records_consumed: 100 }
           partitions { topic: "orders" partition: 0 committed_offset: 10 })pb"),
         Parse<v1::GetStatusResponse>(R"pb(
@@ -527,7 +400,7 @@ TEST_F(FerryctlTest, MetricsViewTakesRatesFromTwoGetStatusAnswers) {
   EXPECT_EXIT_CODE(mixed, 2);
   EXPECT_THAT(mixed.err, HasSubstr("--output does not apply to ferryctl status --metrics"));
   EXPECT_THAT(Calls(), ElementsAre("GetStatus", "GetStatus"));
-  Configure([](FakeControl& fake) { fake.error = grpc::Status(grpc::UNAVAILABLE, "down"); });
+  fake_.Configure([](FakeControl::Answers& answers) { answers.error = grpc::Status(grpc::UNAVAILABLE, "down"); });
   const Outcome failed = Ferryctl({"status", "--metrics", Server(), "--interval=100ms"});
   EXPECT_EXIT_CODE(failed, 1);
   EXPECT_THAT(failed.err, HasSubstr("ferryctl: UNAVAILABLE: down"));
