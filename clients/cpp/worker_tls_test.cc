@@ -2,9 +2,6 @@
 // against a real gRPC client.
 #include "clients/cpp/worker.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "clients/cpp/worker_test_support.h"
+#include "tests/tools/test_pki.h"
 
 namespace ferry::sdk {
 namespace {
@@ -47,49 +45,6 @@ TEST(WorkerTest, StartNamesAnUnreadableTlsFile) {
   EXPECT_EQ(s.message(), "tls.cert_file: cannot read /nonexistent/tls.crt: No such file or directory");
 }
 
-// PEM files of a throwaway CA, a server certificate for 127.0.0.1 and a
-// client certificate, made with the openssl CLI in TEST_TMPDIR.
-struct TestPki {
-  std::string ca_crt, server_crt, server_key, client_crt, client_key;
-};
-
-void WriteTextFile(const std::string& path, const std::string& contents) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr) << path;
-  std::fwrite(contents.data(), 1, contents.size(), f);
-  std::fclose(f);
-}
-
-void MakeTestPki(TestPki* pki) {
-  ASSERT_EQ(std::system("command -v openssl >/dev/null 2>&1"), 0)
-      << "the openssl CLI is missing: install Debian's `openssl` package";
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/sdk-pki";
-  ASSERT_TRUE(mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST) << dir;
-  WriteTextFile(dir + "/ca.cnf",
-                "[req]\nprompt = no\ndistinguished_name = dn\nx509_extensions = ext\n"
-                "[dn]\nCN = sdk test CA\n"
-                "[ext]\nbasicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign\n");
-  WriteTextFile(dir + "/leaf.cnf", "[req]\nprompt = no\ndistinguished_name = dn\n[dn]\nCN = leaf\n");
-  WriteTextFile(dir + "/server.ext", "extendedKeyUsage = serverAuth\nsubjectAltName = IP:127.0.0.1\n");
-  WriteTextFile(dir + "/client.ext", "extendedKeyUsage = clientAuth\n");
-  const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  for (const std::string& command : {
-           "openssl req -x509 -days 2 -config ca.cnf -keyout ca.key -out ca.crt" + key,
-           "openssl req -new -config leaf.cnf -keyout server.key -out server.csr" + key,
-           std::string("openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -set_serial 2"
-                       " -days 2 -extfile server.ext -out server.crt"),
-           "openssl req -new -config leaf.cnf -keyout client.key -out client.csr" + key,
-           std::string("openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -set_serial 3"
-                       " -days 2 -extfile client.ext -out client.crt"),
-       }) {
-    const std::string line = "cd '" + dir + "' && " + command + " >>openssl.log 2>&1";
-    ASSERT_EQ(std::system(line.c_str()), 0) << line << " (see " << dir << "/openssl.log)";
-  }
-  *pki = TestPki{dir + "/ca.crt", dir + "/server.crt", dir + "/server.key", dir + "/client.crt",
-                 dir + "/client.key"};
-}
-
 std::string ReadTextFile(const std::string& path) {
   std::string contents;
   std::FILE* f = std::fopen(path.c_str(), "r");
@@ -102,8 +57,12 @@ std::string ReadTextFile(const std::string& path) {
 }
 
 TEST(WorkerTest, ServesTlsAndRequiresClientCertificatesWithClientCa) {
-  TestPki pki;
-  ASSERT_NO_FATAL_FAILURE(MakeTestPki(&pki));
+  // A CA, a server certificate for 127.0.0.1 and a client certificate.
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  absl::StatusOr<::ferry::testing::TestPki> made =
+      ::ferry::testing::MakeTestPki(std::string(tmp != nullptr ? tmp : "/tmp") + "/sdk-pki");
+  ASSERT_TRUE(made.ok()) << made.status();
+  const ::ferry::testing::TestPki& pki = *made;
   WorkerOptions o = Options(4, "tls-worker");
   o.tls.cert_file = pki.server_crt;
   o.tls.key_file = pki.server_key;

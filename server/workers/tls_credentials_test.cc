@@ -2,15 +2,13 @@
 // the path; good files load; and the credentials really talk TLS to each
 // other (a loopback handshake, with and without a client certificate).
 //
-// The certificates are made at test time with the openssl CLI (Debian's
-// `openssl` package), so nothing checked in can expire.
+// The certificates are made at test time (tests/tools/test_pki.h, with the
+// openssl CLI), so nothing checked in can expire.
 #include "server/workers/tls_credentials.h"
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
-#include <sys/stat.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -22,11 +20,14 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/tools/test_pki.h"
 
 namespace ferry {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::MakeTestPki;
+using testing::TestPki;
 
 std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -37,65 +38,12 @@ void WriteFile(const std::string& path, const std::string& contents) {
   std::ofstream(path, std::ios::trunc) << contents;
 }
 
-// A throwaway PKI: a CA, a server certificate for 127.0.0.1 and localhost, a
-// client certificate, and a key that belongs to neither.
-struct Pki {
-  std::string ca_crt, ca_key, server_crt, server_key, client_crt, client_key, stray_key;
-};
-
-// Runs one shell command in `dir`; its output goes to openssl.log there.
-absl::Status Shell(const std::string& dir, const std::string& command) {
-  const std::string line = absl::StrCat("cd '", dir, "' && ", command, " >>openssl.log 2>&1");
-  if (std::system(line.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("failed (see ", dir, "/openssl.log): ", command));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Pki> MakePki(const std::string& dir) {
-  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
-    return absl::FailedPreconditionError(
-        "the openssl CLI is missing: install Debian's `openssl` package");
-  }
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("mkdir ", dir));
-  }
-  WriteFile(dir + "/ca.cnf",
-            "[req]\nprompt = no\ndistinguished_name = dn\nx509_extensions = ext\n"
-            "[dn]\nCN = ferry test CA\n"
-            "[ext]\nbasicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign\n");
-  WriteFile(dir + "/leaf.cnf", "[req]\nprompt = no\ndistinguished_name = dn\n[dn]\nCN = leaf\n");
-  WriteFile(dir + "/server.ext",
-            "basicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth\n"
-            "subjectAltName = IP:127.0.0.1,DNS:localhost\n");
-  WriteFile(dir + "/client.ext", "basicConstraints = CA:FALSE\nextendedKeyUsage = clientAuth\n");
-  const std::string new_key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  for (const std::string& command : {
-           absl::StrCat("openssl req -x509 ", new_key, " -days 2 -config ca.cnf",
-                        " -keyout ca.key -out ca.crt"),
-           absl::StrCat("openssl req -new ", new_key, " -config leaf.cnf",
-                        " -keyout server.key -out server.csr"),
-           std::string("openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -set_serial 2"
-                       " -days 2 -extfile server.ext -out server.crt"),
-           absl::StrCat("openssl req -new ", new_key, " -config leaf.cnf",
-                        " -keyout client.key -out client.csr"),
-           std::string("openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -set_serial 3"
-                       " -days 2 -extfile client.ext -out client.crt"),
-           std::string("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1"
-                       " -out stray.key"),
-       }) {
-    if (absl::Status s = Shell(dir, command); !s.ok()) return s;
-  }
-  return Pki{dir + "/ca.crt",     dir + "/ca.key",     dir + "/server.crt", dir + "/server.key",
-             dir + "/client.crt", dir + "/client.key", dir + "/stray.key"};
-}
-
 class TlsCredentialsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<Pki> pki = MakePki(TempPath("pki"));
+    absl::StatusOr<TestPki> pki = MakeTestPki(TempPath("pki"));
     ASSERT_TRUE(pki.ok()) << pki.status();
-    pki_ = new Pki(*std::move(pki));
+    pki_ = new TestPki(*std::move(pki));
   }
   static void TearDownTestSuite() {
     delete pki_;
@@ -122,10 +70,10 @@ class TlsCredentialsTest : public ::testing::Test {
     return tls;
   }
 
-  static Pki* pki_;
+  static TestPki* pki_;
 };
 
-Pki* TlsCredentialsTest::pki_ = nullptr;
+TestPki* TlsCredentialsTest::pki_ = nullptr;
 
 TEST_F(TlsCredentialsTest, DisabledIsInsecure) {
   TlsFiles off;  // no `tls:` section; paths are ignored

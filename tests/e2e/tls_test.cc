@@ -14,9 +14,9 @@
 //     plaintext, cannot connect; server.health_listen answers plaintext
 //     health checks (probes).
 //
-// The CA and certificates are made at test time with the openssl CLI (Debian's
-// `openssl` package) in TEST_TMPDIR, so nothing checked in can expire.
-#include <cstdlib>
+// The CA and certificates are made at test time in TEST_TMPDIR
+// (tests/tools/test_pki.h, with the openssl CLI), so nothing checked in can
+// expire.
 #include <set>
 #include <string>
 #include <utility>
@@ -33,6 +33,7 @@
 #include "gtest/gtest.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/tools/kafka_admin.h"
+#include "tests/tools/test_pki.h"
 
 namespace ferry::testing {
 namespace {
@@ -40,49 +41,6 @@ namespace {
 constexpr int kEvents = 2000;
 constexpr int kKeys = 100;
 constexpr int kPartitions = 4;
-
-// PEM files of a throwaway CA, a worker (server) certificate for 127.0.0.1
-// and localhost, and a client certificate for ferry.
-struct Pki {
-  std::string ca_crt, server_crt, server_key, client_crt, client_key;
-};
-
-absl::StatusOr<Pki> MakePki() {
-  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
-    return absl::FailedPreconditionError(
-        "the openssl CLI is missing: install Debian's `openssl` package");
-  }
-  const std::string dir = TempPath("pki");
-  if (std::system(absl::StrCat("mkdir -p '", dir, "'").c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot create ", dir));
-  }
-  WriteFile(dir + "/ca.cnf",
-            "[req]\nprompt = no\ndistinguished_name = dn\nx509_extensions = ext\n"
-            "[dn]\nCN = ferry e2e test CA\n"
-            "[ext]\nbasicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign\n");
-  WriteFile(dir + "/leaf.cnf", "[req]\nprompt = no\ndistinguished_name = dn\n[dn]\nCN = leaf\n");
-  WriteFile(dir + "/server.ext",
-            "basicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth\n"
-            "subjectAltName = IP:127.0.0.1,DNS:localhost\n");
-  WriteFile(dir + "/client.ext", "basicConstraints = CA:FALSE\nextendedKeyUsage = clientAuth\n");
-  const std::string new_key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-  for (const std::string& command : {
-           "openssl req -x509 -days 2 -config ca.cnf -keyout ca.key -out ca.crt" + new_key,
-           "openssl req -new -config leaf.cnf -keyout server.key -out server.csr" + new_key,
-           std::string("openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -set_serial 2"
-                       " -days 2 -extfile server.ext -out server.crt"),
-           "openssl req -new -config leaf.cnf -keyout client.key -out client.csr" + new_key,
-           std::string("openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -set_serial 3"
-                       " -days 2 -extfile client.ext -out client.crt"),
-       }) {
-    const std::string line = absl::StrCat("cd '", dir, "' && ", command, " >>openssl.log 2>&1");
-    if (std::system(line.c_str()) != 0) {
-      return absl::InternalError(absl::StrCat("failed: ", command, "\n", ReadFile(dir + "/openssl.log")));
-    }
-  }
-  return Pki{dir + "/ca.crt", dir + "/server.crt", dir + "/server.key", dir + "/client.crt",
-             dir + "/client.key"};
-}
 
 // FerryConfig's processor gets a `tls:` section with these fields.
 std::string WithProcessorTls(std::string config,
@@ -119,9 +77,9 @@ std::pair<std::set<std::pair<std::string, int64_t>>, size_t> Handled(const Worke
 class TlsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    absl::StatusOr<Pki> pki = MakePki();
+    absl::StatusOr<TestPki> pki = MakeTestPki(TempPath("pki"));
     ASSERT_TRUE(pki.ok()) << pki.status();
-    pki_ = new Pki(*std::move(pki));
+    pki_ = new TestPki(*std::move(pki));
   }
   static void TearDownTestSuite() {
     delete pki_;
@@ -129,10 +87,10 @@ class TlsTest : public ::testing::Test {
   }
   void SetUp() override { ASSERT_NE(pki_, nullptr) << "no test PKI (see SetUpTestSuite)"; }
 
-  static Pki* pki_;
+  static TestPki* pki_;
 };
 
-Pki* TlsTest::pki_ = nullptr;
+TestPki* TlsTest::pki_ = nullptr;
 
 TEST_F(TlsTest, TlsWorkerGetsEveryEvent) {
   constexpr char kTopic[] = "tls";
