@@ -26,8 +26,6 @@ namespace ferry {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::MakeTestPki;
-using testing::TestPki;
 
 std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -38,19 +36,9 @@ void WriteFile(const std::string& path, const std::string& contents) {
   std::ofstream(path, std::ios::trunc) << contents;
 }
 
-class TlsCredentialsTest : public ::testing::Test {
+// The tests share one PKI, `pki_`.
+class TlsCredentialsTest : public testing::TestPkiSuite {
  protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<TestPki> pki = MakeTestPki(TempPath("pki"));
-    ASSERT_TRUE(pki.ok()) << pki.status();
-    pki_ = new TestPki(*std::move(pki));
-  }
-  static void TearDownTestSuite() {
-    delete pki_;
-    pki_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(pki_, nullptr) << "no test PKI (see SetUpTestSuite)"; }
-
   static TlsFiles Server(bool client_ca) {
     TlsFiles tls;
     tls.enabled = true;
@@ -69,11 +57,7 @@ class TlsCredentialsTest : public ::testing::Test {
     }
     return tls;
   }
-
-  static TestPki* pki_;
 };
-
-TestPki* TlsCredentialsTest::pki_ = nullptr;
 
 TEST_F(TlsCredentialsTest, DisabledIsInsecure) {
   TlsFiles off;  // no `tls:` section; paths are ignored

@@ -74,23 +74,8 @@ std::pair<std::set<std::pair<std::string, int64_t>>, size_t> Handled(const Worke
   return {distinct, handled->size()};
 }
 
-class TlsTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    absl::StatusOr<TestPki> pki = MakeTestPki(TempPath("pki"));
-    ASSERT_TRUE(pki.ok()) << pki.status();
-    pki_ = new TestPki(*std::move(pki));
-  }
-  static void TearDownTestSuite() {
-    delete pki_;
-    pki_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(pki_, nullptr) << "no test PKI (see SetUpTestSuite)"; }
-
-  static TestPki* pki_;
-};
-
-TestPki* TlsTest::pki_ = nullptr;
+// The tests share one PKI, `pki_`.
+class TlsTest : public TestPkiSuite {};
 
 TEST_F(TlsTest, TlsWorkerGetsEveryEvent) {
   constexpr char kTopic[] = "tls";

@@ -82,4 +82,20 @@ absl::StatusOr<TestPki> MakeTestPki(const std::string& dir) {
                  dir + "/client.crt", dir + "/client.key", dir + "/stray.key"};
 }
 
+TestPki* TestPkiSuite::pki_ = nullptr;
+
+void TestPkiSuite::SetUpTestSuite() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  absl::StatusOr<TestPki> pki = MakeTestPki(absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/pki"));
+  ASSERT_TRUE(pki.ok()) << pki.status();
+  pki_ = new TestPki(*std::move(pki));
+}
+
+void TestPkiSuite::TearDownTestSuite() {
+  delete pki_;
+  pki_ = nullptr;
+}
+
+void TestPkiSuite::SetUp() { ASSERT_NE(pki_, nullptr) << "no test PKI (see SetUpTestSuite)"; }
+
 }  // namespace ferry::testing

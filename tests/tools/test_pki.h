@@ -4,14 +4,16 @@
 // (server/workers/tls_credentials_test.cc), the C++ SDK's TLS
 // (clients/cpp/worker_tls_test.cc) and TLS end to end (tests/e2e/tls_test.cc).
 //
-// Threading: a plain function that runs openssl as child processes and
-// blocks until they exit; call it from the test's thread, once per directory.
+// Threading: MakeTestPki runs openssl as child processes and blocks until
+// they exit; call it (and use TestPkiSuite) from the test's thread, once per
+// directory at a time.
 #ifndef FERRY_TESTS_TOOLS_TEST_PKI_H_
 #define FERRY_TESTS_TOOLS_TEST_PKI_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
 
 namespace ferry::testing {
 
@@ -27,6 +29,18 @@ struct TestPki {
 // `dir`/openssl.log). FailedPrecondition when the openssl CLI is missing;
 // Internal, with the command and openssl's output, when a step fails.
 absl::StatusOr<TestPki> MakeTestPki(const std::string& dir);
+
+// A gtest fixture whose tests share one TestPki, `pki_`, made in
+// $TEST_TMPDIR/pki before the suite's first test; if that fails, every test
+// of the suite fails saying why.
+class TestPkiSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+  void SetUp() override;
+
+  static TestPki* pki_;
+};
 
 }  // namespace ferry::testing
 
