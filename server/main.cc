@@ -1,6 +1,7 @@
 // ferry (`ferry --config ferry.yaml`; without --config: an embedded mock Kafka).
-// main parses the flags, loads the config, installs the shutdown signals and runs
-// the Server (server/server.h; startup and shutdown orders in server/README.md).
+// main parses the flags, loads the config, installs the shutdown signals and
+// runs the Server (server/server.h; startup and shutdown orders in
+// server/README.md).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -11,7 +12,6 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
-#include "core/common/allocator.h"
 #include "core/common/log.h"
 #include "core/config/config.h"
 #include "server/server.h"
@@ -55,7 +55,6 @@ absl::StatusOr<Config> LoadConfig() {
 }
 
 int Run(int argc, char** argv) {
-  KeepFreedMemoryMapped();  // why: core/common/allocator.h
   // Before any thread starts: every thread inherits the blocked mask.
   ShutdownSignals signals;
   // Debian's abseil has no NDEBUG: deadlock-cycle detection would cost ~60ns a
