@@ -128,7 +128,10 @@ std::vector<CommitPosition> Engine::OnRevoked(const std::vector<TopicPartition>&
 
 void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> record_key) {
   SendingLock lock(this);
-  SubmitLocked(std::move(event), bytes, std::move(record_key), clock_->Now());
+  SubmitMemo memo;
+  SubmitLocked(std::make_unique<v1::Event>(std::move(event)), bytes, std::move(record_key),
+               clock_->Now(), memo);
+  FlushSubmitMemo(memo);
   DispatchLocked();
 }
 
@@ -136,9 +139,11 @@ void Engine::SubmitBatch(std::vector<SubmitItem>& items) {
   if (items.empty()) return;
   SendingLock lock(this);
   const absl::Time now = clock_->Now();
+  SubmitMemo memo;
   for (SubmitItem& item : items) {
-    SubmitLocked(std::move(item.event), item.bytes, std::move(item.record_key), now);
+    SubmitLocked(std::move(item.event), item.bytes, std::move(item.record_key), now, memo);
   }
+  FlushSubmitMemo(memo);
   DispatchLocked();
 }
 
@@ -147,34 +152,56 @@ Engine::Headroom Engine::Room() const {
   return budget_.Room(delayed_.size());
 }
 
-void Engine::SubmitLocked(v1::Event event, int64_t bytes, std::optional<std::string> record_key,
-                          absl::Time now) {
-  const TopicPartition tp{event.topic(), event.partition()};
-  PartitionTable::Entry* entry = partitions_.Find(tp);
+void Engine::RouteLocked(const v1::Event& event, SubmitMemo& memo) {
+  if (memo.routed && event.type() == memo.type && event.topic() == memo.topic) return;
+  FlushSubmitMemo(memo);  // the consumed count is per topic
+  memo.topic = event.topic();
+  memo.type = event.type();
+  memo.processor = router_.ProcessorFor(memo.type);
+  memo.type_index = stats_ != nullptr ? stats_->TypeIndex(memo.type) : 0;
+  memo.route = plan_.RouteFor(memo.topic, memo.type);
+  memo.ordering = router_.OrderingFor(memo.topic);
+  memo.routed = true;
+}
+
+void Engine::FlushSubmitMemo(SubmitMemo& memo) {
+  if (memo.consumed_records == 0) return;
+  if (stats_ != nullptr) {
+    stats_->RecordsConsumed(memo.topic, memo.consumed_records, memo.consumed_bytes);
+  }
+  memo.consumed_records = 0;
+  memo.consumed_bytes = 0;
+}
+
+void Engine::SubmitLocked(std::unique_ptr<v1::Event> event, int64_t bytes,
+                          std::optional<std::string> record_key, absl::Time now,
+                          SubmitMemo& memo) {
+  PartitionTable::Entry* entry = partitions_.Find(event->topic(), event->partition());
   if (entry == nullptr) {
     // A record of a partition no longer assigned: its new owner reads it.
     ++counters_.dropped_on_revoke;
     if (stats_ != nullptr) stats_->DroppedOnRevoke(1);
     return;
   }
-  if (!partitions_.Begin(*entry, event.offset(), now)) {
+  if (!partitions_.Begin(*entry, event->offset(), now)) {
     ++counters_.duplicate_records;  // already being processed in this assignment
     if (stats_ != nullptr) stats_->DuplicateRecord();
     return;
   }
   ++counters_.submitted;
   budget_.Add(bytes);
-  if (stats_ != nullptr) stats_->RecordConsumed(tp.topic, bytes);
+  RouteLocked(*event, memo);
+  ++memo.consumed_records;
+  memo.consumed_bytes += bytes;
 
-  QueuedEvent queued;
+  event->set_attempt(1);
+  QueuedEvent queued(std::move(event));
   queued.bytes = bytes;
   queued.epoch = entry->epoch;
-  queued.processor = router_.ProcessorFor(event.type());
+  queued.processor = memo.processor;
   queued.record_key = std::move(record_key);
-  queued.type_index = stats_ != nullptr ? stats_->TypeIndex(event.type()) : 0;
+  queued.type_index = memo.type_index;
   queued.queued_at = now;
-  event.set_attempt(1);
-  *queued.event = std::move(event);
   queued.unstamped_size = UnstampedWireSize(*queued.event);
   if (queued.processor < 0) {
     ++counters_.failed;
@@ -185,9 +212,9 @@ void Engine::SubmitLocked(v1::Event event, int64_t bytes, std::optional<std::str
                             "\" (add it to a processor's event_types, or add a \"*\" processor)"));
     return;
   }
-  const SchedulingPlan::Route route = plan_.RouteFor(tp.topic, queued.event->type());
+  const SchedulingPlan::Route& route = memo.route;
   queued.flow = route.flow;
-  queued.lane = queues_.LaneFor(router_.OrderingFor(tp.topic), route.flow, *queued.event);
+  queued.lane = queues_.LaneFor(memo.ordering, route.flow, *queued.event);
   if (route.delay > absl::ZeroDuration()) {
     // Due at event time + delay. The event time is the record timestamp,
     // but never later than now (a record stamped in the future by a skewed
@@ -196,7 +223,8 @@ void Engine::SubmitLocked(v1::Event event, int64_t bytes, std::optional<std::str
     const absl::Time event_time =
         timestamp_ms > 0 ? std::min(absl::FromUnixMillis(timestamp_ms), now) : now;
     const absl::Time due = event_time + route.delay;
-    const DelayStage<QueuedEvent>::Key key{tp.topic, tp.partition, route.delay};
+    const DelayStage<QueuedEvent>::Key key{queued.event->topic(), queued.event->partition(),
+                                           route.delay};
     if (delayed_.MustHold(key, due, now)) {
       delayed_.Push(key, due, std::move(queued));
       return;

@@ -63,6 +63,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -122,8 +123,10 @@ class Engine {
               std::optional<std::string> record_key = std::nullopt);
   // A batch of decoded events (one consume batch), accepted in order under one
   // lock with one dispatch at the end. Exactly like Submit() per item.
+  // The event is held by pointer so it moves into the engine's QueuedEvent
+  // without a copy or a swap of its fields.
   struct SubmitItem {
-    v1::Event event;
+    std::unique_ptr<v1::Event> event;
     int64_t bytes = 0;
     std::optional<std::string> record_key;
   };
@@ -242,8 +245,27 @@ class Engine {
   void AwaitSendsLocked(int64_t stream_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- Intake (engine.cc) ----
-  void SubmitLocked(v1::Event event, int64_t bytes, std::optional<std::string> record_key,
-                    absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What one consume batch looks up once instead of once per event: the
+  // routing of the last (topic, type) seen and the consumed-records count
+  // not yet added to the topic's metrics (SubmitLocked, FlushSubmitMemo).
+  struct SubmitMemo {
+    std::string topic;
+    std::string type;
+    bool routed = false;  // processor..ordering hold for (topic, type)
+    int processor = 0;
+    int type_index = 0;
+    SchedulingPlan::Route route;
+    Ordering ordering = Ordering::kKey;
+    int64_t consumed_records = 0;  // of `topic`, not yet in the metrics
+    int64_t consumed_bytes = 0;
+  };
+  void SubmitLocked(std::unique_ptr<v1::Event> event, int64_t bytes,
+                    std::optional<std::string> record_key, absl::Time now, SubmitMemo& memo)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Routes `event` through the memo (looked up again when its topic or type
+  // differs from the last one's).
+  void RouteLocked(const v1::Event& event, SubmitMemo& memo) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FlushSubmitMemo(SubmitMemo& memo) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Into its lane (or unordered queue); set aside instead when its partition
   // is paused, unless `even_if_paused` (a retry of a dispatched event).
   void EnqueueLocked(QueuedEvent queued, bool front, bool even_if_paused = false)

@@ -35,7 +35,7 @@ class EngineRunsTest : public ::testing::Test, public EngineHarness {
   void SubmitKeyed(int64_t first, int count, const std::string& key = "a") {
     std::vector<Engine::SubmitItem> items;
     for (int64_t offset = first; offset < first + count; ++offset) {
-      items.push_back({MakeEvent(0, offset, key), 10, std::nullopt});
+      items.push_back(SubmitItemOf(MakeEvent(0, offset, key), 10));
     }
     engine_->SubmitBatch(items);
   }
@@ -105,7 +105,7 @@ TEST_F(EngineRunsTest, LanesOfDifferentKeysGetRunsOfTheirOwn) {
   Connect(*engine_, stream, 100, 0, /*max_run=*/8);
   std::vector<Engine::SubmitItem> items;
   for (int64_t offset = 0; offset < 6; ++offset) {
-    items.push_back({MakeEvent(0, offset, offset % 2 == 0 ? "a" : "b"), 10, std::nullopt});
+    items.push_back(SubmitItemOf(MakeEvent(0, offset, offset % 2 == 0 ? "a" : "b"), 10));
   }
   engine_->SubmitBatch(items);
   std::vector<v1::Event> sent = stream.TakeHeld();

@@ -209,9 +209,9 @@ EngineStats::PerProcessor& EngineStats::ForProcessor(int processor) {
   return entry;
 }
 
-void EngineStats::RecordConsumed(const std::string& topic, int64_t bytes) {
+void EngineStats::RecordsConsumed(const std::string& topic, int64_t records, int64_t bytes) {
   PerTopic& entry = ForTopic(topic);
-  entry.records->Increment();
+  entry.records->Increment(static_cast<double>(records));
   entry.bytes->Increment(static_cast<double>(bytes));
 }
 

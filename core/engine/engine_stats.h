@@ -57,7 +57,9 @@ class EngineStats {
   const std::vector<std::string>& type_labels() const { return type_labels_; }
 
   // ---- Kafka side ----
-  void RecordConsumed(const std::string& topic, int64_t bytes);
+  void RecordConsumed(const std::string& topic, int64_t bytes) { RecordsConsumed(topic, 1, bytes); }
+  // `records` records of `topic` weighing `bytes` in all (counted per batch).
+  void RecordsConsumed(const std::string& topic, int64_t records, int64_t bytes);
   void PoisonRecord(const std::string& topic);
   void DuplicateRecord() { duplicates_->Increment(); }
   void DroppedOnRevoke(int64_t events) { dropped_on_revoke_->Increment(static_cast<double>(events)); }

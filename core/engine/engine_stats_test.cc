@@ -6,10 +6,12 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/engine/engine.h"
 #include "core/engine/lanes.h"
 #include "tests/tools/metrics_text.h"
@@ -161,6 +163,65 @@ TEST_F(EngineStatsTest, CountsConsumedDispatchedAndResultsWithTimings) {
   EXPECT_EQ(metrics.Value("ferry_processing_duration_seconds_bucket", bucket), 0);
   bucket["le"] = "2.5";
   EXPECT_EQ(metrics.Value("ferry_processing_duration_seconds_bucket", bucket), 1);
+}
+
+// A consume batch looks its routing up once per run of one (topic, type) and
+// counts consumed records once per run of one topic: events of other topics
+// and types in between still go to their own processor and count under
+// their own topic.
+class EngineStatsTwoTopicsTest : public EngineStatsTest {
+ protected:
+  static Config TwoTopics() {
+    Config config = TwoProcessorConfig();
+    config.topics.push_back(config.topics[0]);
+    config.topics[1].name = "u";
+    return config;
+  }
+  EngineStatsTwoTopicsTest() : EngineStatsTest(TwoTopics()) {
+    Start(config_, {{"t", 0}, {"u", 0}}, DeadLetters::kFakeWriter, &stats_);
+  }
+};
+
+TEST_F(EngineStatsTwoTopicsTest, ABatchOfMixedTopicsAndTypesRoutesAndCountsEachEvent) {
+  FakeWorkerStream slow("slow#0");
+  FakeWorkerStream rest("rest#0");
+  Connect(*engine_, slow, 100, 0);
+  Connect(*engine_, rest, 100, 1);
+  const std::vector<std::string> keys = DistinctLaneKeys(6);
+  const struct {
+    const char* topic;
+    const char* type;
+    int64_t bytes;
+  } records[] = {{"t", "a", 1}, {"t", "a", 2}, {"u", "a", 4},
+                 {"t", "b", 8}, {"u", "b", 16}, {"t", "a", 32}};
+  std::vector<Engine::SubmitItem> items;
+  std::map<std::string, int64_t> next_offset;
+  for (size_t i = 0; i < 6; ++i) {
+    const TopicPartition tp{records[i].topic, 0};
+    items.push_back(
+        SubmitItemOf(MakeEvent(tp, next_offset[tp.topic]++, keys[i], records[i].type),
+                     records[i].bytes));
+  }
+  engine_->SubmitBatch(items);
+
+  std::vector<std::string> to_slow;
+  for (const v1::Event& event : slow.held()) {
+    to_slow.push_back(absl::StrCat(event.topic(), "/", event.offset()));
+  }
+  std::vector<std::string> to_rest;
+  for (const v1::Event& event : rest.held()) {
+    to_rest.push_back(absl::StrCat(event.topic(), "/", event.offset()));
+  }
+  EXPECT_THAT(to_slow, UnorderedElementsAre("t/0", "t/1", "u/0", "t/3"));
+  EXPECT_THAT(to_rest, UnorderedElementsAre("t/2", "u/1"));
+  const Exposition metrics = Scrape();
+  EXPECT_EQ(metrics.Value("ferry_records_consumed_total", {{"topic", "t"}}), 4);
+  EXPECT_EQ(metrics.Value("ferry_consumed_bytes_total", {{"topic", "t"}}), 1 + 2 + 8 + 32);
+  EXPECT_EQ(metrics.Value("ferry_records_consumed_total", {{"topic", "u"}}), 2);
+  EXPECT_EQ(metrics.Value("ferry_consumed_bytes_total", {{"topic", "u"}}), 4 + 16);
+  EXPECT_EQ(metrics.Value("ferry_attempts_total", {{"processor", "slow"}, {"type", "a"}}), 4);
+  EXPECT_EQ(metrics.Value("ferry_attempts_total", {{"processor", "rest"}, {"type", "other"}}),
+            2);
 }
 
 TEST_F(EngineStatsTest, EnqueueTimeCountsWaitingForAStream) {

@@ -170,8 +170,7 @@ TEST_F(EngineStreamTest, AStreamIsDrainedForAQuarantinedEvent) {
   const int64_t w_id = Connect(*engine_, w, 2);
   std::vector<Engine::SubmitItem> items(4);
   for (int i = 0; i < 4; ++i) {
-    items[i].event = MakeEvent(1, i, "k" + std::to_string(i));
-    items[i].bytes = 1;
+    items[i] = SubmitItemOf(MakeEvent(1, i, "k" + std::to_string(i)), 1);
   }
   engine_->SubmitBatch(items);
   ASSERT_EQ(y.held().size(), 2u);

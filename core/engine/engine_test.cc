@@ -228,7 +228,7 @@ TEST_F(EngineTest, SubmitBatchDispatchesOnceInOneMessage) {
   Connect(*engine_, stream, 1000);
   std::vector<Engine::SubmitItem> items;
   for (int i = 0; i < 40; ++i) {
-    items.push_back({MakeEvent(i % 2, i / 2, "k" + std::to_string(i)), 1, std::nullopt});
+    items.push_back(SubmitItemOf(MakeEvent(i % 2, i / 2, "k" + std::to_string(i)), 1));
   }
   engine_->SubmitBatch(items);
   // One dispatch for the whole batch: one Events message, not one per record.
@@ -239,8 +239,8 @@ TEST_F(EngineTest, SubmitBatchDispatchesOnceInOneMessage) {
   EXPECT_EQ(engine_->Buffered(), 40);
   // Per-key order and duplicates are handled exactly like Submit().
   std::vector<Engine::SubmitItem> more;
-  more.push_back({MakeEvent(0, 19, "k38"), 1, std::nullopt});  // already read: a duplicate
-  more.push_back({MakeEvent(0, 20, "k0"), 1, std::nullopt});   // behind offset 0 of key k0
+  more.push_back(SubmitItemOf(MakeEvent(0, 19, "k38"), 1));  // already read: a duplicate
+  more.push_back(SubmitItemOf(MakeEvent(0, 20, "k0"), 1));   // behind offset 0 of key k0
   engine_->SubmitBatch(more);
   EXPECT_EQ(engine_->Snapshot().counters.duplicate_records, 1);
   EXPECT_EQ(stream.held().size(), 16u);

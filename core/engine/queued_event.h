@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "core/engine/types.h"
@@ -20,6 +21,10 @@
 namespace ferry {
 
 struct QueuedEvent {
+  QueuedEvent() = default;
+  // Takes `event` (never null) without allocating another.
+  explicit QueuedEvent(std::unique_ptr<v1::Event> event) : event(std::move(event)) {}
+
   // Held by pointer: a queued event moves from lane to dispatch to the
   // in-flight table, and a pointer moves for free where a message does not.
   // Never null except in a moved-from QueuedEvent.

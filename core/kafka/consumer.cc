@@ -288,7 +288,8 @@ void KafkaConsumer::HandleMessage(const rd_kafka_message_t& message) {
   // the event; on an error the record is whole, and the record key is never
   // taken.
   Engine::SubmitItem& item = batch_.emplace_back();
-  const absl::Status decoded = decoder_->DecodeInto(record, &item.event);
+  item.event = std::make_unique<v1::Event>();
+  const absl::Status decoded = decoder_->DecodeInto(record, item.event.get());
   if (!decoded.ok()) {
     batch_.pop_back();
     FlushBatch();

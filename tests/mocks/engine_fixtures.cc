@@ -48,6 +48,10 @@ v1::Event MakeEvent(int32_t partition, int64_t offset, const std::string& key,
   return MakeEvent(TopicPartition{"t", partition}, offset, key, type);
 }
 
+Engine::SubmitItem SubmitItemOf(v1::Event event, int64_t bytes) {
+  return Engine::SubmitItem{std::make_unique<v1::Event>(std::move(event)), bytes, std::nullopt};
+}
+
 v1::Results ResultFor(uint64_t id, v1::Result::Status status, const std::string& message) {
   v1::Results results;
   v1::Result* result = results.add_results();

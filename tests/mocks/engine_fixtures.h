@@ -51,6 +51,9 @@ v1::Event MakeEvent(int32_t partition, int64_t offset, const std::string& key,
 v1::Event MakeEvent(const TopicPartition& tp, int64_t offset, const std::string& key,
                     const std::string& type = "t");
 
+// One consume batch's item (Engine::SubmitBatch) of `event` weighing `bytes`.
+Engine::SubmitItem SubmitItemOf(v1::Event event, int64_t bytes);
+
 // A Results message with one result for event `id`.
 v1::Results ResultFor(uint64_t id, v1::Result::Status status, const std::string& message = "");
 
