@@ -246,7 +246,7 @@ void Dispatcher::DispatchQuarantined(const Parts& parts, int processor, absl::Ti
   }
 }
 
-const v1::Event& Dispatcher::StartDelivery(const Parts& parts, QueuedEvent queued,
+const v1::Event& Dispatcher::StartDelivery(const Parts& parts, QueuedEvent&& queued,
                                            int64_t stream_id, StreamTable::Entry& stream,
                                            absl::Time now, uint64_t run_id, int run_position) {
   // A run's k-th member gets k timeouts from now (core/engine/runs.h).

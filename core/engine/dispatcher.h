@@ -68,7 +68,7 @@ class Dispatcher {
   bool HasRoom(const Parts& parts, const StreamTable::Entry& stream, int64_t cap) const;
   // Moves the event to the in-flight table on the stream (credit, counts),
   // as member `run_position` (from 1) of run `run_id`, or alone (0, 0).
-  const v1::Event& StartDelivery(const Parts& parts, QueuedEvent queued, int64_t stream_id,
+  const v1::Event& StartDelivery(const Parts& parts, QueuedEvent&& queued, int64_t stream_id,
                                  StreamTable::Entry& stream, absl::Time now, uint64_t run_id = 0,
                                  int run_position = 0);
   // Takes the events that follow `head` in its lane into a run of at most

@@ -14,17 +14,16 @@ uint64_t InFlightTable::MakeDeliveryId(uint64_t epoch, uint64_t sequence) {
   return ((epoch & 0xFFFFFF) << kSequenceBits) | (sequence & kSequenceMask);
 }
 
-const v1::Event& InFlightTable::Start(QueuedEvent queued, int64_t stream_id, absl::Time now,
+const v1::Event& InFlightTable::Start(QueuedEvent&& queued, int64_t stream_id, absl::Time now,
                                       absl::Duration timeout) {
   const uint64_t id = MakeDeliveryId(queued.epoch, next_sequence_++);
   queued.event->set_id(id);
   queued.event->set_deadline_ms(absl::ToUnixMillis(now + timeout));
-  Delivery& delivery = deliveries_[id];
-  delivery.queued = std::move(queued);
-  delivery.stream_id = stream_id;
-  delivery.deadline = now + timeout;
-  delivery.dispatched_at = now;
-  return *delivery.queued.event;
+  // Built in place: a default Delivery would allocate an Event only to
+  // drop it for this one.
+  const auto placed =
+      deliveries_.try_emplace(id, Delivery{std::move(queued), stream_id, now + timeout, now});
+  return *placed.first->second.queued.event;
 }
 
 InFlightTable::Delivery* InFlightTable::Find(uint64_t id, int64_t stream_id) {

@@ -36,7 +36,7 @@ class InFlightTable {
   // Stamps a new delivery id and the deadline (now + timeout) on the event
   // and holds it for `stream_id`. Returns the event, to be serialized before
   // the next Start.
-  const v1::Event& Start(QueuedEvent queued, int64_t stream_id, absl::Time now,
+  const v1::Event& Start(QueuedEvent&& queued, int64_t stream_id, absl::Time now,
                          absl::Duration timeout);
   // The delivery `id` when `stream_id` holds it, else null.
   Delivery* Find(uint64_t id, int64_t stream_id);

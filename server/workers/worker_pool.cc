@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -17,6 +18,7 @@
 #include "core/engine/worker_stream.h"
 #include "core/common/worker_text.h"
 #include "ferry/v1/processor.grpc.pb.h"
+#include "google/protobuf/arena.h"
 #include "server/workers/tls_credentials.h"
 
 namespace ferry {
@@ -38,6 +40,17 @@ absl::Duration BackoffFor(int failures) {
   // Jitter so reconnecting streams spread out (core/common/backoff.h).
   thread_local absl::BitGen random;
   return JitteredBackoff({kInitialBackoff, kMaxBackoff}, failures, random);
+}
+
+// The first block of a stream's parse arena: a Results message of a few
+// hundred results fits; a bigger one takes more blocks until the next reset.
+constexpr size_t kParseBlockBytes = 16 * 1024;
+
+google::protobuf::ArenaOptions ParseArenaOptions(char* block) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = kParseBlockBytes;
+  return options;
 }
 
 }  // namespace
@@ -111,7 +124,10 @@ class WorkerPool::StreamReactor final
       return;
     }
     const size_t size = read_buffer_.Length();
-    if (!grpc::SerializationTraits<v1::ProcessResponse>::Deserialize(&read_buffer_, &response_)
+    // The previous response is done with: its memory is reused.
+    parse_arena_.Reset();
+    auto* response = google::protobuf::Arena::CreateMessage<v1::ProcessResponse>(&parse_arena_);
+    if (!grpc::SerializationTraits<v1::ProcessResponse>::Deserialize(&read_buffer_, response)
              .ok()) {
       pool_->engine_->OnProtocolError(
           stream_id_, absl::StrCat("a message of ", size, " bytes that is not a ProcessResponse"));
@@ -120,25 +136,25 @@ class WorkerPool::StreamReactor final
       EndReading();
       return;
     }
-    switch (response_.kind_case()) {
+    switch (response->kind_case()) {
       case v1::ProcessResponse::kReady:
-        if (response_.ready().max_in_flight() == 0) {
+        if (response->ready().max_in_flight() == 0) {
           LogWarn("workers", name_, ": worker sent Ready with max_in_flight=0; it gets no events"
                   " until it grants Credit");
         }
         {
           absl::MutexLock lock(&mu_);
-          if (!ready_) worker_name_ = SanitizeWorkerName(response_.ready().worker_name());
+          if (!ready_) worker_name_ = SanitizeWorkerName(response->ready().worker_name());
           ready_ = true;
         }
-        pool_->engine_->OnReady(stream_id_, response_.ready().max_in_flight(),
-                                response_.ready().worker_name(), response_.ready().max_run());
+        pool_->engine_->OnReady(stream_id_, response->ready().max_in_flight(),
+                                response->ready().worker_name(), response->ready().max_run());
         break;
       case v1::ProcessResponse::kCredit:
-        pool_->engine_->OnCredit(stream_id_, response_.credit().n());
+        pool_->engine_->OnCredit(stream_id_, response->credit().n());
         break;
       case v1::ProcessResponse::kResults:
-        pool_->engine_->OnResults(stream_id_, response_.results());
+        pool_->engine_->OnResults(stream_id_, response->results());
         break;
       default: {
         // Perhaps a kind from a newer protocol: ignored, but a worker can
@@ -152,7 +168,6 @@ class WorkerPool::StreamReactor final
         break;
       }
     }
-    response_.Clear();
     StartRead(&read_buffer_);
   }
 
@@ -283,7 +298,11 @@ class WorkerPool::StreamReactor final
   int64_t stream_id_ = 0;
   grpc::ClientContext context_;
   grpc::ByteBuffer read_buffer_;
-  v1::ProcessResponse response_;
+  // Responses are parsed on an arena reset before each one: a Results
+  // message's Result objects are bump-allocated and dropped together instead
+  // of allocated and freed one by one. Its first block is kept across resets.
+  std::unique_ptr<char[]> parse_block_ = std::make_unique<char[]>(kParseBlockBytes);
+  google::protobuf::Arena parse_arena_{ParseArenaOptions(parse_block_.get())};
   mutable absl::Mutex mu_;
   // Bounded: the engine never sends more events than the worker's credit.
   std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
