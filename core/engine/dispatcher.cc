@@ -189,6 +189,9 @@ void Dispatcher::SendRun(const Parts& parts, int64_t stream_id, StreamTable::Ent
           processor_config.max_batch_bytes) {
     batches.Flush(batch);
   }
+  // Room for the whole run at once (run_bytes bounds its wire size): the
+  // message's bytes are not regrown, and copied, while its members go in.
+  batch.events.bytes.reserve(batch.events.bytes.size() + static_cast<size_t>(run_bytes));
   const uint64_t run_id = run_ids_.Next();
   for (int64_t i = 0; i < members; ++i) {
     QueuedEvent& member = run_scratch_[static_cast<size_t>(i)];
@@ -256,8 +259,8 @@ const v1::Event& Dispatcher::StartDelivery(const Parts& parts, QueuedEvent&& que
   queued.run_position = run_position;
   queued.event->set_run_id(run_id);
   if (stats_ != nullptr) {
-    stats_->Dispatched(queued.processor, queued.type_index, now - queued.queued_at,
-                       queued.redelivery);
+    stats_->DeferDispatched(queued.processor, queued.type_index, now - queued.queued_at,
+                            queued.redelivery);
   }
   queued.redelivery = false;
   parts.guards.OnDispatched(queued.processor);

@@ -15,6 +15,9 @@
 namespace ferry {
 
 void Engine::FlushOutboxAndUnlock() {
+  // What this call deferred reaches the metrics before anyone else holds
+  // mu_ (EngineStats::DeferDispatched, DeferResult).
+  if (stats_ != nullptr) stats_->Flush();
   // One sender at a time keeps each stream's messages in the order they were
   // queued; a thread that finds another sending leaves its messages to it.
   if (flushing_ || outbox_.empty()) {

@@ -69,8 +69,8 @@ bool Engine::ApplyResultLocked(int64_t stream_id, StreamTable::Entry& stream,
         : outcome == ResultOutcome::kRetry        ? ResultStatus::kRetry
         : outcome == ResultOutcome::kNotAttempted ? ResultStatus::kNotAttempted
                                                   : ResultStatus::kFail;
-    stats_->Result(delivery->queued.processor, delivery->queued.type_index, counted,
-                   now - delivery->dispatched_at);
+    stats_->DeferResult(delivery->queued.processor, delivery->queued.type_index, counted,
+                        now - delivery->dispatched_at);
   }
   const absl::Time dispatched_at = delivery->dispatched_at;
   QueuedEvent queued = in_flight_.Take(result.id()).queued;

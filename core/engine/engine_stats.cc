@@ -1,5 +1,6 @@
 #include "core/engine/engine_stats.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/engine/event_router.h"
@@ -234,6 +235,72 @@ void EngineStats::Result(int processor, int type_index, ResultStatus status,
     series.processing->Observe(absl::ToDoubleSeconds(took));
   }
   series.results[static_cast<size_t>(status)]->Increment();
+}
+
+void EngineStats::HeldObservations::Add(double seconds) {
+  const std::vector<double>& bounds = DurationBuckets();
+  if (buckets.empty()) buckets.assign(bounds.size() + 1, 0);
+  // The first bucket whose upper bound is >= the value, as Histogram::Observe.
+  buckets[static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), seconds) -
+                              bounds.begin())] += 1;
+  sum += seconds;
+  ++count;
+  last = seconds;
+}
+
+void EngineStats::HeldObservations::FlushTo(prometheus::Histogram& histogram) {
+  if (count == 0) return;
+  // One observation as is: ObserveMultiple adds to every bucket.
+  if (count == 1) {
+    histogram.Observe(last);
+  } else {
+    histogram.ObserveMultiple(buckets, sum);
+  }
+  std::fill(buckets.begin(), buckets.end(), 0);
+  sum = 0;
+  count = 0;
+}
+
+EngineStats::Held& EngineStats::HeldFor(int processor, int type_index) {
+  Series* series = &For(processor, type_index);
+  for (size_t i = 0; i < held_in_use_; ++i) {
+    if (held_[i].series == series) return held_[i];
+  }
+  if (held_in_use_ == held_.size()) held_.emplace_back();
+  Held& held = held_[held_in_use_++];
+  held.series = series;
+  return held;
+}
+
+void EngineStats::DeferDispatched(int processor, int type_index, absl::Duration waited,
+                                  bool redelivery) {
+  Held& held = HeldFor(processor, type_index);
+  held.enqueue.Add(absl::ToDoubleSeconds(waited));
+  if (!redelivery) ++held.attempts;
+}
+
+void EngineStats::DeferResult(int processor, int type_index, ResultStatus status,
+                              absl::Duration took) {
+  Held& held = HeldFor(processor, type_index);
+  // As in Result(): NOT_ATTEMPTED is counted but is no processing time.
+  if (status != ResultStatus::kNotAttempted) held.processing.Add(absl::ToDoubleSeconds(took));
+  ++held.results[static_cast<size_t>(status)];
+}
+
+void EngineStats::Flush() {
+  for (size_t i = 0; i < held_in_use_; ++i) {
+    Held& held = held_[i];
+    held.enqueue.FlushTo(*held.series->enqueue);
+    held.processing.FlushTo(*held.series->processing);
+    if (held.attempts > 0) held.series->attempts->Increment(static_cast<double>(held.attempts));
+    held.attempts = 0;
+    for (size_t status = 0; status < held.results.size(); ++status) {
+      if (held.results[status] == 0) continue;
+      held.series->results[status]->Increment(static_cast<double>(held.results[status]));
+      held.results[status] = 0;
+    }
+  }
+  held_in_use_ = 0;
 }
 
 void EngineStats::Redelivered(int processor, int type_index) {

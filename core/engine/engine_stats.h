@@ -71,6 +71,15 @@ class EngineStats {
   void Dispatched(int processor, int type_index, absl::Duration waited, bool redelivery);
   // A result (or a timeout) for a delivery sent `took` ago.
   void Result(int processor, int type_index, ResultStatus status, absl::Duration took);
+  // Dispatched() and Result() held until Flush(): the Engine records each
+  // event of a dispatch or of a Results message here and adds them to the
+  // metrics once per series before it releases its mutex, so a scrape never
+  // misses what an Engine call did. A histogram observation takes
+  // prometheus-cpp's mutex and every count an atomic add; held, a run of 64
+  // events costs one of each per series instead of 64.
+  void DeferDispatched(int processor, int type_index, absl::Duration waited, bool redelivery);
+  void DeferResult(int processor, int type_index, ResultStatus status, absl::Duration took);
+  void Flush();
   void Redelivered(int processor, int type_index);
   // A terminal failure and the policy it took (dlq, skip, block).
   void TerminalFailure(int processor, int type_index, FailurePolicy policy);
@@ -109,6 +118,24 @@ class EngineStats {
     prometheus::Counter* run_events = nullptr;
   };
 
+  // Observations of one histogram not yet added (DeferDispatched, DeferResult).
+  struct HeldObservations {
+    std::vector<double> buckets;  // per bucket of DurationBuckets(), then +Inf
+    double sum = 0;
+    int64_t count = 0;
+    double last = 0;  // the only one, when count is 1 (observed as is)
+    void Add(double seconds);
+    void FlushTo(prometheus::Histogram& histogram);
+  };
+  struct Held {
+    Series* series = nullptr;
+    HeldObservations enqueue;
+    HeldObservations processing;
+    int64_t attempts = 0;
+    std::array<int64_t, 5> results{};
+  };
+  Held& HeldFor(int processor, int type_index);
+
   // The processor, type and topic labels of `config`.
   void AddLabels(const Config& config);
   void RegisterFamilies(prometheus::Registry& registry);
@@ -146,6 +173,10 @@ class EngineStats {
   std::vector<std::vector<std::unique_ptr<Series>>> series_;
   std::map<std::string, PerTopic, std::less<>> per_topic_;
   std::vector<PerProcessor> per_processor_;  // [processor + 1]
+  // Series with held observations: held_[0, held_in_use_); the entries past
+  // it are kept for their buckets' memory.
+  std::vector<Held> held_;
+  size_t held_in_use_ = 0;
 };
 
 // Histogram buckets of the enqueue and processing times, in seconds.

@@ -224,6 +224,52 @@ TEST_F(EngineStatsTwoTopicsTest, ABatchOfMixedTopicsAndTypesRoutesAndCountsEachE
             2);
 }
 
+// Deferred observations, once flushed, are exactly what the same calls made
+// one by one record: every bucket, sum, count and counter; none before the
+// flush, and nothing twice after a second one.
+TEST(EngineStatsDeferTest, AFlushRecordsExactlyWhatImmediateCallsWould) {
+  const Config config = TwoProcessorConfig();
+  prometheus::Registry immediate_registry;
+  EngineStats immediate(immediate_registry, config);
+  prometheus::Registry deferred_registry;
+  EngineStats deferred(deferred_registry, config);
+  auto text = [](prometheus::Registry& registry) {
+    return prometheus::TextSerializer().Serialize(registry.Collect());
+  };
+  const std::string at_start = text(deferred_registry);
+  const int a = immediate.TypeIndex("a");
+  // Values on bucket bounds, between them, past the last and at zero; one
+  // series with a single observation (observed as is) and ones with many.
+  const std::vector<absl::Duration> waits = {
+      absl::ZeroDuration(), absl::Microseconds(500), absl::Microseconds(501),
+      absl::Milliseconds(7), absl::Seconds(1),      absl::Seconds(400)};
+  for (size_t i = 0; i < waits.size(); ++i) {
+    const bool redelivery = i % 3 == 2;
+    const ResultStatus status = static_cast<ResultStatus>(i % 5);
+    immediate.Dispatched(0, a, waits[i], redelivery);
+    deferred.DeferDispatched(0, a, waits[i], redelivery);
+    immediate.Result(0, a, status, waits[i] * 2);
+    deferred.DeferResult(0, a, status, waits[i] * 2);
+  }
+  immediate.Dispatched(1, 0, absl::Milliseconds(3), false);
+  deferred.DeferDispatched(1, 0, absl::Milliseconds(3), false);
+  immediate.Result(-1, 0, ResultStatus::kFail, absl::Milliseconds(9));
+  deferred.DeferResult(-1, 0, ResultStatus::kFail, absl::Milliseconds(9));
+
+  EXPECT_EQ(text(deferred_registry), at_start);
+  deferred.Flush();
+  EXPECT_EQ(text(deferred_registry), text(immediate_registry));
+  deferred.Flush();
+  EXPECT_EQ(text(deferred_registry), text(immediate_registry));
+  // And again after a flush: the held buckets start from zero.
+  immediate.Result(0, a, ResultStatus::kOk, absl::Milliseconds(2));
+  deferred.DeferResult(0, a, ResultStatus::kOk, absl::Milliseconds(2));
+  immediate.Result(0, a, ResultStatus::kOk, absl::Seconds(20));
+  deferred.DeferResult(0, a, ResultStatus::kOk, absl::Seconds(20));
+  deferred.Flush();
+  EXPECT_EQ(text(deferred_registry), text(immediate_registry));
+}
+
 TEST_F(EngineStatsTest, EnqueueTimeCountsWaitingForAStream) {
   engine_->Submit(MakeEvent(0, 0, "k", "a"), 10);
   clock_.Advance(absl::Seconds(3));
