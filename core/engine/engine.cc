@@ -138,7 +138,8 @@ void Engine::Submit(v1::Event event, int64_t bytes, std::optional<std::string> r
   DispatchLocked();
 }
 
-void Engine::SubmitBatch(std::vector<SubmitItem>& items) {
+void Engine::SubmitBatch(std::vector<SubmitItem>& items,
+                         std::vector<std::unique_ptr<v1::Event>>* spares) {
   if (items.empty()) return;
   SendingLock lock(this);
   const absl::Time now = clock_->Now();
@@ -147,6 +148,9 @@ void Engine::SubmitBatch(std::vector<SubmitItem>& items) {
     SubmitLocked(std::move(item.event), item.bytes, std::move(item.record_key), now, memo);
   }
   FlushSubmitMemo(memo);
+  if (spares != nullptr && spares->size() < items.size()) {
+    event_pool_.TakeInto(items.size() - spares->size(), spares);
+  }
   DispatchLocked();
 }
 

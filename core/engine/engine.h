@@ -81,6 +81,7 @@
 #include "core/engine/delay_stage.h"
 #include "core/engine/dispatcher.h"
 #include "core/engine/downstream_guard.h"
+#include "core/engine/event_pool.h"
 #include "core/engine/event_router.h"
 #include "core/engine/failure_policy.h"
 #include "core/engine/in_flight_table.h"
@@ -130,7 +131,11 @@ class Engine {
     int64_t bytes = 0;
     std::optional<std::string> record_key;
   };
-  void SubmitBatch(std::vector<SubmitItem>& items);
+  // With `spares`, it also hands back up to items.size() finished Events,
+  // cleared, for the consumer to decode the next records into (EventPool):
+  // `spares` then holds at most items.size() events.
+  void SubmitBatch(std::vector<SubmitItem>& items,
+                   std::vector<std::unique_ptr<v1::Event>>* spares = nullptr);
   // How much more the consumer may hand over before a budget is reached:
   // events (against max_buffered_events and max_delayed_events) and bytes.
   using Headroom = IntakeBudget::Headroom;
@@ -362,6 +367,8 @@ class Engine {
   // Events waiting for record timestamp + delay.
   DelayStage<QueuedEvent> delayed_ ABSL_GUARDED_BY(mu_);
   InFlightTable in_flight_ ABSL_GUARDED_BY(mu_);
+  // Events acked OK, kept for the consumer's next records (SubmitBatch).
+  EventPool event_pool_ ABSL_GUARDED_BY(mu_);
   StreamTable streams_ ABSL_GUARDED_BY(mu_);
   // Retries waiting out their backoff (their lanes stay busy meanwhile).
   RetryQueue retries_ ABSL_GUARDED_BY(mu_);

@@ -91,6 +91,7 @@ bool Engine::ApplyResultLocked(int64_t stream_id, StreamTable::Entry& stream,
       ++counters_.acked;
       queues_.ReleaseLane(queued);
       FinishLocked(queued);
+      event_pool_.Recycle(std::move(queued.event));
       break;
     case ResultOutcome::kRetry:
       RetryOrFailLocked(std::move(queued), result.retry_after_ms(), ResultError(result, outcome));

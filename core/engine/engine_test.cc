@@ -3,6 +3,7 @@
 // Failures, retries and the failure policy: engine_failure_test.cc.
 #include "core/engine/engine.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -245,6 +246,62 @@ TEST_F(EngineTest, SubmitBatchDispatchesOnceInOneMessage) {
   EXPECT_EQ(engine_->Snapshot().counters.duplicate_records, 1);
   EXPECT_EQ(stream.held().size(), 16u);
   EXPECT_EQ(engine_->Buffered(), 41);
+}
+
+// Events acked OK come back through SubmitBatch's spares, cleared, at most
+// one per item submitted; a failed one does not (its dead letter or retry
+// still needs it). A spare filled again is delivered like a new Event:
+// nothing of its last delivery (id, attempt, run) is left on it.
+TEST_F(EngineTest, AckedEventsComeBackAsSparesAndTravelAgainLikeNewOnes) {
+  FakeWorkerStream stream("s");
+  const int64_t id = Connect(*engine_, stream, 1000);
+  std::vector<Engine::SubmitItem> items;
+  for (int i = 0; i < 3; ++i) {
+    items.push_back(SubmitItemOf(MakeEvent(0, i, "k" + std::to_string(i)), 1));
+  }
+  std::vector<std::unique_ptr<v1::Event>> spares;
+  engine_->SubmitBatch(items, &spares);
+  EXPECT_THAT(spares, IsEmpty());  // nothing finished yet
+  std::vector<v1::Event> sent = stream.TakeHeld();
+  ASSERT_EQ(sent.size(), 3u);
+  engine_->OnResults(id, ResultFor(sent[0].id(), v1::Result::OK));
+  engine_->OnResults(id, ResultFor(sent[1].id(), v1::Result::OK));
+  engine_->OnResults(id, ResultFor(sent[2].id(), v1::Result::FAIL, "no"));
+
+  std::vector<Engine::SubmitItem> one;
+  one.push_back(SubmitItemOf(MakeEvent(0, 3, "k3"), 1));
+  engine_->SubmitBatch(one, &spares);
+  ASSERT_EQ(spares.size(), 1u);  // no more than the batch's size
+  std::vector<Engine::SubmitItem> two;
+  two.push_back(SubmitItemOf(MakeEvent(0, 4, "k4"), 1));
+  two.push_back(SubmitItemOf(MakeEvent(0, 5, "k5"), 1));
+  engine_->SubmitBatch(two, &spares);
+  ASSERT_EQ(spares.size(), 2u);  // the other acked one; the failed one is not here
+  for (const auto& spare : spares) EXPECT_EQ(spare->ByteSizeLong(), 0u);
+
+  // Filled again the way the consumer's decoder does (Clear, then fields).
+  std::vector<Engine::SubmitItem> reused;
+  for (int i = 0; i < 2; ++i) {
+    Engine::SubmitItem item;
+    item.event = std::move(spares[static_cast<size_t>(i)]);
+    *item.event = MakeEvent(1, i, "r" + std::to_string(i));
+    item.bytes = 1;
+    reused.push_back(std::move(item));
+  }
+  spares.clear();
+  engine_->SubmitBatch(reused, &spares);
+  std::vector<v1::Event> again = stream.TakeHeld();
+  ASSERT_EQ(again.size(), 5u);  // offsets 3, 4, 5 of partition 0 and the two reused
+  for (const v1::Event& event : again) {
+    EXPECT_EQ(event.attempt(), 1);
+    EXPECT_EQ(event.run_id(), 0u);
+    EXPECT_NE(event.id(), sent[0].id());
+    EXPECT_NE(event.id(), sent[1].id());
+  }
+  EXPECT_EQ(again[3].partition(), 1);
+  EXPECT_EQ(again[3].key(), "r0");
+  EXPECT_EQ(again[4].key(), "r1");
+  EXPECT_EQ(engine_->Snapshot().in_flight, 5);
 }
 
 TEST_F(EngineTest, RoomIsTheBudgetLeft) {

@@ -288,7 +288,14 @@ void KafkaConsumer::HandleMessage(const rd_kafka_message_t& message) {
   // the event; on an error the record is whole, and the record key is never
   // taken.
   Engine::SubmitItem& item = batch_.emplace_back();
-  item.event = std::make_unique<v1::Event>();
+  // A finished Event the engine handed back, whose string buffers the
+  // decoder reuses (core/engine/event_pool.h), or a new one.
+  if (spare_events_.empty()) {
+    item.event = std::make_unique<v1::Event>();
+  } else {
+    item.event = std::move(spare_events_.back());
+    spare_events_.pop_back();
+  }
   const absl::Status decoded = decoder_->DecodeInto(record, item.event.get());
   if (!decoded.ok()) {
     batch_.pop_back();
@@ -303,7 +310,7 @@ void KafkaConsumer::HandleMessage(const rd_kafka_message_t& message) {
 
 void KafkaConsumer::FlushBatch() {
   if (batch_.empty()) return;
-  engine_->SubmitBatch(batch_);
+  engine_->SubmitBatch(batch_, &spare_events_);
   batch_.clear();
   batch_bytes_ = 0;
 }

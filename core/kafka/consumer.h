@@ -147,6 +147,9 @@ class KafkaConsumer final : public OffsetCommitter {
   // Records consumed in this round, not yet handed to the engine (a round
   // takes what librdkafka has ready, bounded by the engine's headroom).
   std::vector<Engine::SubmitItem> batch_;
+  // Finished Events handed back by the engine, decoded into before new ones
+  // are made (at most one round's worth: Engine::SubmitBatch).
+  std::vector<std::unique_ptr<v1::Event>> spare_events_;
   RawRecord record_;  // HandleMessage's scratch
   int64_t batch_bytes_ = 0;
   uint64_t blocked_generation_ = 0;

@@ -1,0 +1,31 @@
+#include "core/engine/event_pool.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace ferry {
+
+size_t EventPool::RetainedBytes(const v1::Event& event) {
+  return event.topic().capacity() + event.key().capacity() + event.type().capacity() +
+         event.payload().capacity();
+}
+
+void EventPool::Recycle(std::unique_ptr<v1::Event> event) {
+  if (event == nullptr || events_.size() >= kMaxEvents) return;
+  if (RetainedBytes(*event) > kMaxRetainedBytes) return;
+  // Headers are freed, not kept: a cleared repeated field keeps its
+  // elements, which the pool's bound would not see.
+  google::protobuf::RepeatedPtrField<v1::Header>().Swap(event->mutable_headers());
+  event->Clear();
+  events_.push_back(std::move(event));
+}
+
+void EventPool::TakeInto(size_t count, std::vector<std::unique_ptr<v1::Event>>* out) {
+  const size_t taken = std::min(count, events_.size());
+  for (size_t i = 0; i < taken; ++i) {
+    out->push_back(std::move(events_.back()));
+    events_.pop_back();
+  }
+}
+
+}  // namespace ferry
