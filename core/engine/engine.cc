@@ -264,6 +264,15 @@ bool Engine::OverHighWatermark() const {
 
 bool Engine::UnderLowWatermark() const {
   absl::MutexLock lock(&mu_);
+  return UnderLowWatermarkLocked();
+}
+
+bool Engine::AwaitUnderLowWatermark(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(this, &Engine::UnderLowWatermarkLocked), timeout);
+}
+
+bool Engine::UnderLowWatermarkLocked() const {
   return budget_.UnderLowWatermark(delayed_.size(), queues_.all_lanes_drained());
 }
 

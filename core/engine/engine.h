@@ -149,6 +149,10 @@ class Engine {
   bool OverHighWatermark() const;
   // True when both budgets fell under resume_fraction; the consumer resumes.
   bool UnderLowWatermark() const;
+  // Waits until UnderLowWatermark() or `timeout`; returns which. The
+  // consumer waits here while it holds records back (absl re-checks the
+  // condition whenever another thread releases the engine's lock).
+  bool AwaitUnderLowWatermark(absl::Duration timeout) const;
 
   // ---- Worker side (gRPC reactor threads) ----
   // Registers a stream of processor `processor_index` (index into
@@ -290,6 +294,8 @@ class Engine {
   std::optional<QueuedEvent> TakeStuckLocked(PartitionTable::Entry& entry,
                                              const TopicPartition& tp, int64_t offset)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  bool UnderLowWatermarkLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // ---- Results, retries, failures (engine_results.cc) ----
   // Applies one result of a stream's; false when it broke the protocol (the

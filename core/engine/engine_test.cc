@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -222,6 +223,22 @@ TEST_F(EngineTest, BudgetsDrivePauseAndResume) {
   }
   EXPECT_FALSE(engine_->OverHighWatermark());
   EXPECT_TRUE(engine_->UnderLowWatermark());
+}
+
+TEST_F(EngineTest, AConsumerWaitingForRoomWakesWhenResultsDrainTheBuffers) {
+  FakeWorkerStream stream("s");
+  const int64_t id = Connect(*engine_, stream, 10000);
+  for (int i = 0; i < 1000; ++i) engine_->Submit(MakeEvent(0, i, "k" + std::to_string(i % 500)), 1);
+  ASSERT_TRUE(engine_->OverHighWatermark());
+  EXPECT_FALSE(engine_->AwaitUnderLowWatermark(absl::Milliseconds(1)));
+  // The waiter is woken by the results (the lock's release re-checks the
+  // watermark), not by its timeout.
+  bool drained = false;
+  std::thread waiter([&] { drained = engine_->AwaitUnderLowWatermark(absl::Seconds(60)); });
+  while (!engine_->UnderLowWatermark()) AckAll(*engine_, id, stream);
+  waiter.join();
+  EXPECT_TRUE(drained);
+  EXPECT_TRUE(engine_->AwaitUnderLowWatermark(absl::ZeroDuration()));
 }
 
 TEST_F(EngineTest, SubmitBatchDispatchesOnceInOneMessage) {

@@ -23,7 +23,8 @@ namespace ferry {
 namespace {
 
 constexpr int kPollTimeoutMs = 100;
-// While paused nothing arrives, so poll briefly to notice the drain soon.
+// While paused nothing arrives, so poll briefly to notice the drain soon; while
+// holding records back, wait that long for the drain between rounds.
 constexpr int kPausedPollTimeoutMs = 10;
 // At most this many records per round (one engine lock, one dispatch).
 constexpr int64_t kMaxRoundRecords = 1024;
@@ -203,31 +204,42 @@ void KafkaConsumer::PollLoop() {
   }
   while (!stop_) {
     ServeCommitRequests();
-    // One round: wait for a record, then take whatever else librdkafka has
-    // ready without waiting, up to the engine's headroom (so a budget is
-    // never overrun by more than the one record that crosses it).
-    // The C API's poll is what RdKafka::KafkaConsumer::consume() wraps.
-    PolledMessage message(rd_kafka_consumer_poll(
-        consumer_->c_ptr(), flow_->paused() ? kPausedPollTimeoutMs : kPollTimeoutMs));
-    if (message != nullptr && message->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      const Engine::Headroom room = engine_->Room();
-      const int64_t limit = std::min(kMaxRoundRecords, std::max<int64_t>(1, room.events));
-      HandleMessage(*message);
-      while (static_cast<int64_t>(batch_.size()) < limit && batch_bytes_ < room.bytes &&
-             !stop_) {
-        message.reset(rd_kafka_consumer_poll(consumer_->c_ptr(), 0));
-        if (message == nullptr || message->err == RD_KAFKA_RESP_ERR__TIMED_OUT) break;
-        HandleMessage(*message);
-        if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) break;
-      }
-    } else if (message != nullptr) {
-      HandleMessage(*message);
+    if (flow_->holding()) {
+      // Buffers full: nothing is taken until they drain. librdkafka keeps
+      // fetching into its own bounded queue, which the next round reads at
+      // once (core/kafka/flow_control.h).
+      (void)engine_->AwaitUnderLowWatermark(absl::Milliseconds(kPausedPollTimeoutMs));
+    } else {
+      TakeRecords();
     }
     FlushBatch();
     UpdateFlowControl();
     commit_queue_->Serve();
   }
   LeaveGroup();
+}
+
+void KafkaConsumer::TakeRecords() {
+  // One round: wait for a record, then take whatever else librdkafka has
+  // ready without waiting, up to the engine's headroom (so a budget is
+  // never overrun by more than the one record that crosses it).
+  // The C API's poll is what RdKafka::KafkaConsumer::consume() wraps.
+  PolledMessage message(rd_kafka_consumer_poll(
+      consumer_->c_ptr(), flow_->paused() ? kPausedPollTimeoutMs : kPollTimeoutMs));
+  if (message == nullptr) return;
+  if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    HandleMessage(*message);
+    return;
+  }
+  const Engine::Headroom room = engine_->Room();
+  const int64_t limit = std::min(kMaxRoundRecords, std::max<int64_t>(1, room.events));
+  HandleMessage(*message);
+  while (static_cast<int64_t>(batch_.size()) < limit && batch_bytes_ < room.bytes && !stop_) {
+    message.reset(rd_kafka_consumer_poll(consumer_->c_ptr(), 0));
+    if (message == nullptr || message->err == RD_KAFKA_RESP_ERR__TIMED_OUT) break;
+    HandleMessage(*message);
+    if (message->err != RD_KAFKA_RESP_ERR_NO_ERROR) break;
+  }
 }
 
 void KafkaConsumer::LeaveGroup() {

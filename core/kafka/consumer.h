@@ -106,6 +106,8 @@ class KafkaConsumer final : public OffsetCommitter {
   KafkaConsumer(const Config& config, Engine* engine, const Decoder* decoder,
                 ConsumerStats* stats);
   void PollLoop();
+  // Polls one round of records into batch_ (up to the engine's headroom).
+  void TakeRecords();
   // After the loop: last commits, then close() (leaves the group).
   void LeaveGroup();
   // Adds a record to batch_ (a poison record flushes batch_ first and goes

@@ -23,8 +23,8 @@ ConsumerStats::ConsumerStats(prometheus::Registry& registry) {
   lost_ = &rebalances.Add({{"event", "lost"}});
   backpressure_pauses_ = &prometheus::BuildCounter()
                               .Name("ferry_fetch_pauses_total")
-                              .Help("Times fetching paused because buffered events or bytes "
-                                    "reached their budget (or a lane filled)")
+                              .Help("Times the consumer stopped taking records because buffered "
+                                    "events or bytes reached their budget (or a lane filled)")
                               .Register(registry)
                               .Add({});
   consume_errors_ = &prometheus::BuildCounter()

@@ -9,25 +9,42 @@
 
 namespace ferry {
 
-FlowControl::FlowControl(Budgets budgets, ConsumerStats* stats)
-    : budgets_(std::move(budgets)), stats_(stats) {}
+FlowControl::FlowControl(Budgets budgets, ConsumerStats* stats, const Clock* clock)
+    : budgets_(std::move(budgets)), stats_(stats), clock_(clock) {}
 
 void FlowControl::UpdateBudgets(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment,
                                 bool stop_fetching) {
   if (stop_fetching) {
-    if (!paused_) {
+    if (state_ != State::kPaused) {
       LogInfo("consumer", "stopped fetching; draining in-flight events");
       PauseAll(fetch, assignment);
     }
     return;
   }
-  if (!paused_ && budgets_.over_high_watermark()) {
-    LogDebug("consumer", "buffers full: pausing fetch");
-    if (stats_ != nullptr) stats_->BackpressurePause();
-    PauseAll(fetch, assignment);
-  } else if (paused_ && budgets_.under_low_watermark()) {
-    LogDebug("consumer", "buffers drained: resuming fetch");
-    ResumeAll(fetch, assignment);
+  switch (state_) {
+    case State::kOpen:
+      if (!budgets_.over_high_watermark()) return;
+      LogDebug("consumer", "buffers full: holding records back");
+      if (stats_ != nullptr) stats_->BackpressurePause();
+      state_ = State::kHolding;
+      holding_since_ = clock_->Now();
+      Publish();
+      return;
+    case State::kHolding:
+      if (budgets_.under_low_watermark()) {
+        LogDebug("consumer", "buffers drained: taking records again");
+        Open(fetch, assignment);
+      } else if (clock_->Now() - holding_since_ >= kHoldBeforePause) {
+        LogDebug("consumer", "buffers still full: pausing fetch");
+        PauseAll(fetch, assignment);
+      }
+      return;
+    case State::kPaused:
+      if (budgets_.under_low_watermark()) {
+        LogDebug("consumer", "buffers drained: resuming fetch");
+        Open(fetch, assignment);
+      }
+      return;
   }
 }
 
@@ -57,7 +74,7 @@ void FlowControl::UpdateHeld(FetchSwitch& fetch, const std::vector<TopicPartitio
       LogWarn("consumer", "paused blocked partitions: ", DescribePartitions(newly_blocked));
     }
   }
-  if (!released.empty() && !paused_) {
+  if (!released.empty() && state_ != State::kPaused) {
     (void)fetch.Resume(released);
     LogInfo("consumer", "resumed released partitions: ", DescribePartitions(released));
   }
@@ -65,7 +82,7 @@ void FlowControl::UpdateHeld(FetchSwitch& fetch, const std::vector<TopicPartitio
 
 void FlowControl::ApplyToAssigned(FetchSwitch& fetch, const std::vector<TopicPartition>& assigned) {
   if (assigned.empty()) return;
-  if (paused_) {
+  if (state_ == State::kPaused) {
     (void)fetch.Pause(assigned);
   } else {
     (void)fetch.Resume(assigned);
@@ -84,12 +101,12 @@ FlowControl::Snapshot FlowControl::snapshot() const {
 
 void FlowControl::Publish() {
   absl::MutexLock lock(&mu_);
-  published_.paused = paused_;
+  published_.paused = state_ != State::kOpen;
   published_.held = held_;
 }
 
 void FlowControl::PauseAll(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment) {
-  paused_ = true;
+  state_ = State::kPaused;
   Publish();
   if (assignment.empty()) return;
   if (absl::Status paused = fetch.Pause(assignment); !paused.ok()) {
@@ -97,9 +114,14 @@ void FlowControl::PauseAll(FetchSwitch& fetch, const std::vector<TopicPartition>
   }
 }
 
-void FlowControl::ResumeAll(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment) {
-  paused_ = false;
+void FlowControl::Open(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment) {
+  const bool was_paused = state_ == State::kPaused;
+  state_ = State::kOpen;
   Publish();
+  if (was_paused) ResumeAll(fetch, assignment);
+}
+
+void FlowControl::ResumeAll(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment) {
   std::vector<TopicPartition> resumable;
   for (const TopicPartition& tp : assignment) {
     if (held_.count(tp) == 0) resumable.push_back(tp);

@@ -1,8 +1,21 @@
 // FlowControl: the consumer's fetch switch. It turns the engine's budgets
-// (buffers over the high watermark → pause everything; under the low one →
-// resume) and holds (partitions blocked by a failure or paused by an
-// operator) into pause/resume calls, and remembers what it paused so that it
-// never resumes a partition something else still holds.
+// and holds (partitions blocked by a failure or paused by an operator) into
+// what the poll loop does and into pause/resume calls, and remembers what it
+// paused so that it never resumes a partition something else still holds.
+//
+// Budgets, in three states:
+//  - open: the poll loop takes records.
+//  - holding (buffers over the high watermark): the loop takes no records
+//    but librdkafka is not paused, so what it fetched stays in its queue
+//    (bounded by queued.max.messages.kbytes) and the loop takes it the moment
+//    the buffers fall under the low watermark. A librdkafka pause would purge
+//    that queue, and its resume restarts the fetcher only when the broker
+//    thread next wakes (up to a second later, librdkafka 2.15): with fast
+//    workers the buffers drained and the workers idled for ~0.45 s of every
+//    pause cycle (bench/RESULTS.md, issue 17).
+//  - paused: everything is paused through librdkafka. After kHoldBeforePause
+//    of holding (the loop must poll again, or rebalances wait: they arrive
+//    in the same queue as records), and for good once fetching stops.
 //
 // It knows neither librdkafka nor the Engine: the fetcher is a FetchSwitch
 // and the budgets are two predicates, so its decisions are unit-tested with
@@ -19,6 +32,8 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/common/clock.h"
 #include "core/engine/types.h"
 
 namespace ferry {
@@ -36,17 +51,24 @@ class FetchSwitch {
 class FlowControl {
  public:
   // Read only when they matter: the high watermark while fetching, the low
-  // one while paused (each takes the engine's lock).
+  // one while holding or paused (each takes the engine's lock).
   struct Budgets {
     std::function<bool()> over_high_watermark;
     std::function<bool()> under_low_watermark;
   };
-  // `stats` may be null.
-  FlowControl(Budgets budgets, ConsumerStats* stats);
+  // How long the loop may hold records back before it pauses everything and
+  // polls again: the longest a rebalance waits for a backpressured consumer
+  // (far under max.poll.interval.ms, which librdkafka keeps at or above
+  // session.timeout.ms, and brokers at or above 6 s).
+  static constexpr absl::Duration kHoldBeforePause = absl::Seconds(1);
 
-  // Pauses every partition of `assignment` when the budgets are full or
-  // fetching should stop (shutdown drains), resumes the unheld ones when
-  // they have drained.
+  // `stats` may be null.
+  FlowControl(Budgets budgets, ConsumerStats* stats, const Clock* clock = RealClock::Get());
+
+  // Holds records back when the budgets are full, pauses every partition of
+  // `assignment` when holding lasted kHoldBeforePause or fetching should
+  // stop (shutdown drains), and opens again (resuming the unheld
+  // partitions if it paused) when the buffers have drained.
   void UpdateBudgets(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment,
                      bool stop_fetching);
   // Holds `blocked` ∪ `operator_paused`: pauses the newly held, resumes the
@@ -58,11 +80,14 @@ class FlowControl {
   void ApplyToAssigned(FetchSwitch& fetch, const std::vector<TopicPartition>& assigned);
   // Drops the holds of `partitions` (revoked, or re-assigned and resumed).
   void Forget(const std::vector<TopicPartition>& partitions);
-  // Everything is paused (budgets or stop).
-  bool paused() const { return paused_; }
+  // Budgets full: the loop must take no records (and wait for room).
+  bool holding() const { return state_ == State::kHolding; }
+  // Everything is paused through librdkafka (budgets or stop): the loop
+  // polls, and nothing but events arrives.
+  bool paused() const { return state_ == State::kPaused; }
 
   struct Snapshot {
-    bool paused = false;
+    bool paused = false;  // holding or paused: no records taken
     std::set<TopicPartition> held;
   };
   Snapshot snapshot() const;
@@ -70,12 +95,17 @@ class FlowControl {
  private:
   void PauseAll(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment);
   void ResumeAll(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment);
+  void Open(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment);
   void Publish();
+
+  enum class State { kOpen, kHolding, kPaused };
 
   const Budgets budgets_;
   ConsumerStats* const stats_;
+  const Clock* const clock_;
   // Poll thread.
-  bool paused_ = false;
+  State state_ = State::kOpen;
+  absl::Time holding_since_;
   std::set<TopicPartition> held_;
   mutable absl::Mutex mu_;
   Snapshot published_ ABSL_GUARDED_BY(mu_);

@@ -1,6 +1,6 @@
-// FlowControl with a fake fetcher and budgets: what it pauses and resumes
-// as the budgets fill and drain, partitions are held and released, and
-// partitions come and go.
+// FlowControl with a fake fetcher, budgets and clock: when it holds records
+// back, what it pauses and resumes as the budgets fill and drain, partitions
+// are held and released, and partitions come and go.
 #include "core/kafka/flow_control.h"
 
 #include <set>
@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mocks/fake_clock.h"
 
 namespace ferry {
 namespace {
@@ -45,6 +46,7 @@ class FakeFetch final : public FetchSwitch {
 
 class FlowControlTest : public ::testing::Test {
  protected:
+  testing::FakeClock clock_;
   FlowControl flow_{FlowControl::Budgets{[this] {
                                            ++high_reads_;
                                            return over_high_;
@@ -53,7 +55,16 @@ class FlowControlTest : public ::testing::Test {
                                            ++low_reads_;
                                            return under_low_;
                                          }},
-                    /*stats=*/nullptr};
+                    /*stats=*/nullptr, &clock_};
+  // Full buffers long enough that the loop must poll again: everything is
+  // paused through the fetcher.
+  void HoldUntilPaused() {
+    over_high_ = true;
+    under_low_ = false;
+    flow_.UpdateBudgets(fetch_, kAssignment, false);
+    clock_.Advance(FlowControl::kHoldBeforePause);
+    flow_.UpdateBudgets(fetch_, kAssignment, false);
+  }
   FakeFetch fetch_;
   bool over_high_ = false;
   bool under_low_ = true;
@@ -61,23 +72,57 @@ class FlowControlTest : public ::testing::Test {
   int low_reads_ = 0;
 };
 
-TEST_F(FlowControlTest, FullBuffersPauseEverythingUntilTheyDrain) {
+TEST_F(FlowControlTest, FullBuffersHoldRecordsBackWithoutPausingTheFetcher) {
   flow_.UpdateBudgets(fetch_, kAssignment, /*stop_fetching=*/false);
-  EXPECT_THAT(fetch_.calls, IsEmpty());
+  EXPECT_FALSE(flow_.holding());
   over_high_ = true;
   under_low_ = false;
   flow_.UpdateBudgets(fetch_, kAssignment, false);
+  EXPECT_TRUE(flow_.holding());
+  EXPECT_FALSE(flow_.paused());
+  EXPECT_TRUE(flow_.snapshot().paused);
+  // A librdkafka pause would purge what it fetched and resume up to a
+  // second late: no call reaches the fetcher while holding.
+  clock_.Advance(FlowControl::kHoldBeforePause - absl::Milliseconds(1));
+  over_high_ = false;  // between the watermarks nothing changes
+  flow_.UpdateBudgets(fetch_, kAssignment, false);
+  EXPECT_TRUE(flow_.holding());
+  under_low_ = true;
+  flow_.UpdateBudgets(fetch_, kAssignment, false);
+  EXPECT_FALSE(flow_.holding());
+  EXPECT_FALSE(flow_.snapshot().paused);
+  EXPECT_THAT(fetch_.calls, IsEmpty());
+}
+
+TEST_F(FlowControlTest, BuffersFullForTheHoldLimitPauseEverythingUntilTheyDrain) {
+  HoldUntilPaused();
+  EXPECT_FALSE(flow_.holding()) << "the loop polls again, so rebalances are served";
   EXPECT_TRUE(flow_.paused());
   EXPECT_EQ(fetch_.paused, std::set<TopicPartition>(kAssignment.begin(), kAssignment.end()));
-  // Between the watermarks nothing changes.
   over_high_ = false;
   flow_.UpdateBudgets(fetch_, kAssignment, false);
   EXPECT_TRUE(flow_.paused());
   under_low_ = true;
   flow_.UpdateBudgets(fetch_, kAssignment, false);
   EXPECT_FALSE(flow_.paused());
+  EXPECT_FALSE(flow_.holding());
   EXPECT_THAT(fetch_.paused, IsEmpty());
   EXPECT_TRUE(flow_.snapshot().held.empty());
+}
+
+TEST_F(FlowControlTest, BuffersThatFillAgainHoldAfresh) {
+  over_high_ = true;
+  under_low_ = false;
+  flow_.UpdateBudgets(fetch_, kAssignment, false);
+  clock_.Advance(FlowControl::kHoldBeforePause / 2);
+  under_low_ = true;
+  flow_.UpdateBudgets(fetch_, kAssignment, false);  // open
+  under_low_ = false;
+  flow_.UpdateBudgets(fetch_, kAssignment, false);  // full again: the hold starts now
+  clock_.Advance(FlowControl::kHoldBeforePause / 2);
+  flow_.UpdateBudgets(fetch_, kAssignment, false);
+  EXPECT_TRUE(flow_.holding());
+  EXPECT_THAT(fetch_.calls, IsEmpty());
 }
 
 TEST_F(FlowControlTest, OnlyTheWatermarkThatMattersIsRead) {
@@ -85,14 +130,19 @@ TEST_F(FlowControlTest, OnlyTheWatermarkThatMattersIsRead) {
   EXPECT_EQ(high_reads_, 1);
   EXPECT_EQ(low_reads_, 0);
   over_high_ = true;
-  flow_.UpdateBudgets(fetch_, kAssignment, false);  // pauses
+  flow_.UpdateBudgets(fetch_, kAssignment, false);  // holds
   under_low_ = false;
+  flow_.UpdateBudgets(fetch_, kAssignment, false);  // stays holding
+  clock_.Advance(FlowControl::kHoldBeforePause);
+  flow_.UpdateBudgets(fetch_, kAssignment, false);  // pauses
   flow_.UpdateBudgets(fetch_, kAssignment, false);  // stays paused
   EXPECT_EQ(high_reads_, 2);
-  EXPECT_EQ(low_reads_, 1);
+  EXPECT_EQ(low_reads_, 3);
 }
 
 TEST_F(FlowControlTest, StopFetchingPausesForGoodEvenWhenBuffersDrain) {
+  over_high_ = true;
+  flow_.UpdateBudgets(fetch_, kAssignment, false);  // holding: the stop pauses at once
   flow_.UpdateBudgets(fetch_, kAssignment, /*stop_fetching=*/true);
   EXPECT_TRUE(flow_.paused());
   flow_.UpdateBudgets(fetch_, kAssignment, true);
@@ -104,9 +154,7 @@ TEST_F(FlowControlTest, StopFetchingPausesForGoodEvenWhenBuffersDrain) {
 TEST_F(FlowControlTest, HeldPartitionsStayPausedWhenTheBudgetsResume) {
   flow_.UpdateHeld(fetch_, /*blocked=*/{kT0}, /*operator_paused=*/{kT1});
   EXPECT_EQ(fetch_.paused, (std::set<TopicPartition>{kT0, kT1}));
-  over_high_ = true;
-  under_low_ = false;
-  flow_.UpdateBudgets(fetch_, kAssignment, false);
+  HoldUntilPaused();
   over_high_ = false;
   under_low_ = true;
   flow_.UpdateBudgets(fetch_, kAssignment, false);
@@ -118,12 +166,12 @@ TEST_F(FlowControlTest, HeldPartitionsStayPausedWhenTheBudgetsResume) {
 
 TEST_F(FlowControlTest, AReleasedPartitionResumesOnlyWhenNotAllArePaused) {
   flow_.UpdateHeld(fetch_, {kT0}, {});
-  over_high_ = true;
-  flow_.UpdateBudgets(fetch_, kAssignment, false);
+  HoldUntilPaused();
   flow_.UpdateHeld(fetch_, {}, {});  // released while the budgets are full
   EXPECT_EQ(fetch_.paused.size(), 3u);
   EXPECT_TRUE(flow_.snapshot().held.empty());
   over_high_ = false;
+  under_low_ = true;
   flow_.UpdateBudgets(fetch_, kAssignment, false);
   EXPECT_THAT(fetch_.paused, IsEmpty());
 }
@@ -143,6 +191,12 @@ TEST_F(FlowControlTest, NewPartitionsGetTheStateWantedNow) {
   over_high_ = true;
   flow_.UpdateBudgets(fetch_, {kT2}, false);
   fetch_.calls.clear();
+  flow_.ApplyToAssigned(fetch_, {kT0});  // holding: the fetcher is not paused
+  EXPECT_THAT(fetch_.calls, ElementsAre("resume t/0"));
+  clock_.Advance(FlowControl::kHoldBeforePause);
+  under_low_ = false;
+  flow_.UpdateBudgets(fetch_, {kT2}, false);
+  fetch_.calls.clear();
   flow_.ApplyToAssigned(fetch_, {kT0});
   EXPECT_THAT(fetch_.calls, ElementsAre("pause t/0"));
   flow_.ApplyToAssigned(fetch_, {});
@@ -160,10 +214,10 @@ TEST_F(FlowControlTest, ForgottenPartitionsAreHeldAfreshWhenTheyComeBack) {
 
 TEST_F(FlowControlTest, AFetcherThatFailsLeavesTheDecisionsIntact) {
   fetch_.fail = true;
-  over_high_ = true;
-  flow_.UpdateBudgets(fetch_, kAssignment, false);
+  HoldUntilPaused();
   EXPECT_TRUE(flow_.paused());
   over_high_ = false;
+  under_low_ = true;
   flow_.UpdateBudgets(fetch_, kAssignment, false);
   EXPECT_FALSE(flow_.paused());
 }
