@@ -85,6 +85,9 @@ int Run(int argc, char** argv) {
   absl::Status started = server.ok() ? (*server)->Start() : server.status();
   if (!started.ok()) return Fail(started);  // ~Server stops what had started
   const int signal_number = signals.WaitForFirst();
+  // At once: "nothing more is dispatched" counts from the signal, not from
+  // after the log line below (a slow reader of stderr can block it).
+  (*server)->StopIntake();
   LogInfo("ferry", ShutdownSignals::Name(signal_number), ": shutting down (grace ",
           absl::FormatDuration(config->shutdown_grace),
           "; signal again to stop waiting for in-flight events)");

@@ -312,11 +312,18 @@ absl::Status Server::StartPipeline() {
   return absl::OkStatus();
 }
 
+void Server::StopIntake() {
+  Components& c = *c_;
+  if (!c.running) return;
+  c.consumer->StopFetching();
+  c.engine->StopDispatching();
+}
+
 void Server::Drain(const std::function<bool()>& stop_waiting) {
   Components& c = *c_;
   if (!c.running) return;
-  // Readiness goes first, so Kubernetes stops routing to this pod while it
-  // drains.
+  StopIntake();
+  // Then readiness, so Kubernetes stops routing to this pod while it drains.
   SetServing(*c.grpc_server, false);
   if (c.health_server != nullptr) SetServing(*c.health_server, false);
   ::ferry::Drain(*c.engine, *c.consumer, c.config.shutdown_grace, stop_waiting);

@@ -11,9 +11,10 @@
 //   Start   control log reader → gRPC server (Control, health, reflection) →
 //           health port → metrics endpoint → worker streams → dead-letter
 //           writer → consumer → engine timer → committer → progress reporter.
-//   Drain   readiness to NOT_SERVING, then server/drain.h: nothing new is
-//           fetched or dispatched; waits for what workers have, up to the
-//           grace period.
+//   StopIntake  nothing new is fetched or dispatched (a shutdown signal's
+//           first act, before anything that may block, such as logging).
+//   Drain   StopIntake, readiness to NOT_SERVING, then server/drain.h: waits
+//           for what workers have, up to the grace period.
 //   Stop    everything Start started, last started first (a final commit,
 //           leaving the group, closing worker streams, ...). Idempotent; also
 //           after a Start that failed half way.
@@ -22,7 +23,7 @@
 // (IsConfigError) means the configuration cannot work (ferry exits 2, "invalid
 // config"); any other code means ferry could not start with it (exit 3).
 //
-// Threading: Create, Start, Drain, Stop and destruction from one owner thread
+// Threading: Create, Start, StopIntake, Drain, Stop and destruction from one owner thread
 // (main's). The components run their own threads (README.md); the Server
 // owns every one of them and joins them in Stop. Destruction stops.
 #ifndef FERRY_SERVER_SERVER_H_
@@ -53,6 +54,8 @@ class Server {
   // Starts serving and consuming. On an error what had started keeps running
   // until Stop (or destruction).
   absl::Status Start();
+  // After Start: from now on nothing is fetched or dispatched. Idempotent.
+  void StopIntake();
   // Call once, after Start, before Stop. `stop_waiting` (polled) ends the
   // wait for in-flight events early.
   void Drain(const std::function<bool()>& stop_waiting);

@@ -35,7 +35,7 @@ void FlowControl::UpdateBudgets(FetchSwitch& fetch, const std::vector<TopicParti
         LogDebug("consumer", "buffers drained: taking records again");
         Open(fetch, assignment);
       } else if (clock_->Now() - holding_since_ >= kHoldBeforePause) {
-        LogDebug("consumer", "buffers still full: pausing fetch");
+        LogDebug("consumer", "buffers still full after a second: pausing fetch");
         PauseAll(fetch, assignment);
       }
       return;
