@@ -170,7 +170,7 @@ TEST(ConfigTest, Defaults) {
   // auto: 4 x (2 streams x 256 in flight).
   EXPECT_EQ(config->lane_count, 2048);
   EXPECT_EQ(config->lane_capacity, 4096);
-  EXPECT_EQ(config->max_buffered_events, 100000);
+  EXPECT_EQ(config->max_buffered_events, 50000);
   EXPECT_EQ(config->max_buffered_bytes, int64_t{256} << 20);
   EXPECT_DOUBLE_EQ(config->resume_fraction, 0.5);
   EXPECT_EQ(config->commit_interval, absl::Seconds(1));

@@ -210,14 +210,18 @@ struct Config {
   int lane_capacity = 4096;
 
   // Backpressure budgets for buffered (consumed, not yet finished) events.
-  // Above either high watermark ferry pauses fetching; below resume_fraction
-  // of both it resumes.
-  int64_t max_buffered_events = 100000;
+  // Above either high watermark ferry stops taking records (and pauses
+  // fetching after a second); below resume_fraction of both it takes them
+  // again. 50,000 events: a larger buffer costs KEY ordering CPU per event
+  // (lanes dispatch out of consumption order, from colder memory) and RSS,
+  // and gains nothing once a full buffer no longer stalls fetching
+  // (bench/RESULTS.md, issue 17, 2026-12-05).
+  int64_t max_buffered_events = 50000;
   int64_t max_buffered_bytes = 256LL << 20;
   double resume_fraction = 0.5;
   // Events the delay stage (topics[].delay) may hold; at this many fetching
   // pauses, like at the budgets above. Unset in the file: max_buffered_events.
-  int64_t max_delayed_events = 100000;
+  int64_t max_delayed_events = 50000;
 
   // Priority classes (`priorities:`), in the order listed. Empty: one class,
   // every topic in it.
