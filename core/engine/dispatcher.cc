@@ -9,23 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/common/prefetch.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/events_wire.h"
 
 namespace ferry {
 namespace {
-
-// One cache line of `address`, for reading. Not __builtin_prefetch: GCC
-// deletes a loop whose only effect is that builtin (C++'s -ffinite-loops at
-// -O2), and PrefetchForWire is three such loops.
-inline void PrefetchLine(const void* address) {
-#if defined(__x86_64__)
-  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(address)));
-#else
-  asm volatile("" : : "r"(address) : "memory");
-  __builtin_prefetch(address);
-#endif
-}
 
 // A lane's run was consumed long before it is sent (lanes dispatch out of
 // consumption order, from tens of thousands of buffered events), so its
@@ -35,12 +24,11 @@ inline void PrefetchLine(const void* address) {
 // (perf: Event::_InternalSerialize fell from 6.8% to 1.1% of ferry's KEY
 // samples; bench/RESULTS.md.)
 void PrefetchForWire(const std::vector<QueuedEvent>& members) {
-  constexpr size_t kLine = 64;
   constexpr size_t kMostBytes = 512;  // a payload's first lines; the rest streams
   for (const QueuedEvent& member : members) {
     const char* event = reinterpret_cast<const char*>(member.event.get());
     PrefetchLine(event);
-    PrefetchLine(event + kLine);
+    PrefetchLine(event + kCacheLine);
   }
   for (const QueuedEvent& member : members) {
     const v1::Event& event = *member.event;
@@ -51,12 +39,10 @@ void PrefetchForWire(const std::vector<QueuedEvent>& members) {
   }
   for (const QueuedEvent& member : members) {
     const v1::Event& event = *member.event;
-    PrefetchLine(event.topic().data());
-    PrefetchLine(event.key().data());
-    PrefetchLine(event.type().data());
-    const std::string& payload = event.payload();
-    const size_t bytes = std::min(payload.size(), kMostBytes);
-    for (size_t at = 0; at < bytes; at += kLine) PrefetchLine(payload.data() + at);
+    PrefetchBytes(event.topic());
+    PrefetchBytes(event.key());
+    PrefetchBytes(event.type());
+    PrefetchBytes(event.payload(), kMostBytes);
   }
 }
 

@@ -6,14 +6,53 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/log.h"
+#include "core/common/prefetch.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_stats.h"
 #include "core/engine/results.h"
 #include "core/engine/runs.h"
 
 namespace ferry {
+namespace {
+
+// Results come back for events consumed long before (a KEY lane's run was
+// buffered behind other lanes), so their Events and strings are out of the
+// cache; finishing them one by one waits on each dependent miss in turn
+// (event → string → bytes). Asking for every result's lines level by level
+// first lets those misses overlap, as the dispatcher does for a run.
+void PrefetchResultEvents(InFlightTable& in_flight, PartitionTable& partitions,
+                          int64_t stream_id, const v1::Results& results) {
+  absl::InlinedVector<const QueuedEvent*, 64> finished;
+  for (const v1::Result& result : results.results()) {
+    const InFlightTable::Delivery* delivery = in_flight.Find(result.id(), stream_id);
+    if (delivery == nullptr) continue;
+    const char* event = reinterpret_cast<const char*>(delivery->queued.event.get());
+    PrefetchLine(event);
+    PrefetchLine(event + kCacheLine);
+    finished.push_back(&delivery->queued);
+  }
+  for (const QueuedEvent* queued : finished) {
+    const v1::Event& event = *queued->event;
+    PrefetchLine(&event.topic());
+    PrefetchLine(&event.key());
+    PrefetchLine(&event.type());
+    PrefetchLine(&event.payload());
+  }
+  for (const QueuedEvent* queued : finished) {
+    const v1::Event& event = *queued->event;
+    PrefetchBytes(event.topic());
+    PrefetchBytes(event.key());
+    PrefetchBytes(event.type());
+    PrefetchBytes(event.payload());
+  }
+  // The offset's slot in its partition's state, which finishing marks done.
+  for (const QueuedEvent* queued : finished) partitions.PrefetchFinish(*queued);
+}
+
+}  // namespace
 
 void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
   SendingLock lock(this);
@@ -32,6 +71,9 @@ void Engine::OnResults(int64_t stream_id, const v1::Results& results) {
     return;
   }
   const absl::Time now = stats_ != nullptr ? clock_->Now() : absl::InfinitePast();
+  if (results.results_size() > 1) {
+    PrefetchResultEvents(in_flight_, partitions_, stream_id, results);
+  }
   for (const v1::Result& result : results.results()) {
     if (!ApplyResultLocked(stream_id, *stream, result, now)) {
       DispatchLocked();

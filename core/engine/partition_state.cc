@@ -1,5 +1,7 @@
 #include "core/engine/partition_state.h"
 
+#include "core/common/prefetch.h"
+
 #include <algorithm>
 #include <cstddef>
 
@@ -32,6 +34,14 @@ bool PartitionState::Done(int64_t offset) {
     slots_.pop_front();
   }
   return true;
+}
+
+void PartitionState::PrefetchDone(int64_t offset) const {
+  if (slots_.empty() || offset < slots_.front().offset) return;
+  // Where Done looks first (with no gaps, where the offset is).
+  const uint64_t distance = static_cast<uint64_t>(offset - slots_.front().offset);
+  const size_t at = static_cast<size_t>(std::min<uint64_t>(distance, slots_.size() - 1));
+  PrefetchLine(&slots_[at]);
 }
 
 std::optional<int64_t> PartitionState::LowestUnfinished() const {

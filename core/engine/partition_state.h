@@ -38,6 +38,8 @@ class PartitionState {
   // The Event for `offset` reached a terminal result. False (and nothing
   // changes) when `offset` is not begun and unfinished.
   bool Done(int64_t offset);
+  // Asks the CPU for the line Done(offset) will touch (core/common/prefetch.h).
+  void PrefetchDone(int64_t offset) const;
 
   // The offset to commit (last contiguous done offset + 1), or nullopt when
   // nothing finished since the state was created or cleared.

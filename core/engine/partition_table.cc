@@ -84,6 +84,11 @@ void PartitionTable::Finish(const QueuedEvent& queued) {
   --entry->buffered;
 }
 
+void PartitionTable::PrefetchFinish(const QueuedEvent& queued) {
+  const Entry* entry = FindCurrent(queued);
+  if (entry != nullptr) entry->state.PrefetchDone(queued.event->offset());
+}
+
 std::vector<CommitPosition> PartitionTable::PendingCommits() const {
   std::vector<CommitPosition> positions;
   for (const auto& [tp, entry] : entries_) {

@@ -72,6 +72,9 @@ class PartitionTable {
   bool Begin(Entry& entry, int64_t offset, absl::Time now);
   // `queued` reached a terminal result: its offset is done.
   void Finish(const QueuedEvent& queued);
+  // Asks the CPU for the lines Finish(queued) will touch in the partition's
+  // state (core/common/prefetch.h); reads the event's topic and partition.
+  void PrefetchFinish(const QueuedEvent& queued);
   template <typename Fn>
   void ForEach(const Fn& fn) const {
     for (const auto& [tp, entry] : entries_) fn(tp, entry);
