@@ -7,9 +7,11 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/common/clock.h"
 #include "core/common/kafka_status.h"
 #include "core/common/log.h"
 #include "core/kafka/command_applier.h"
@@ -26,6 +28,14 @@ constexpr int kPollTimeoutMs = 100;
 // While paused nothing arrives, so poll briefly to notice the drain soon; while
 // holding records back, wait that long for the drain between rounds.
 constexpr int kPausedPollTimeoutMs = 10;
+// max.poll.interval.ms as librdkafka gets it (its default: 5 minutes): the
+// poll loop must poll within it, holding records back or not.
+absl::Duration MaxPollInterval(const Config& config) {
+  int64_t ms = 300000;
+  const auto it = config.kafka.find("max.poll.interval.ms");
+  if (it != config.kafka.end()) (void)absl::SimpleAtoi(it->second, &ms);
+  return absl::Milliseconds(ms);
+}
 // At most this many records per round (one engine lock, one dispatch).
 constexpr int64_t kMaxRoundRecords = 1024;
 // Commit() gives up waiting after this (the commit stays in flight; the
@@ -117,7 +127,7 @@ KafkaConsumer::KafkaConsumer(const Config& config, Engine* engine, const Decoder
       flow_(std::make_unique<FlowControl>(
           FlowControl::Budgets{[engine] { return engine->OverHighWatermark(); },
                                [engine] { return engine->UnderLowWatermark(); }},
-          stats)),
+          stats, RealClock::Get(), FlowControl::HoldLimit(MaxPollInterval(config)))),
       commands_(std::make_unique<CommandApplier>(engine, stats)),
       rebalancer_(std::make_unique<Rebalancer>(
           engine, stats, flow_.get(), commands_.get(), config.control_catch_up_timeout,

@@ -9,8 +9,13 @@
 
 namespace ferry {
 
-FlowControl::FlowControl(Budgets budgets, ConsumerStats* stats, const Clock* clock)
-    : budgets_(std::move(budgets)), stats_(stats), clock_(clock) {}
+FlowControl::FlowControl(Budgets budgets, ConsumerStats* stats, const Clock* clock,
+                         absl::Duration hold_limit)
+    : budgets_(std::move(budgets)), stats_(stats), clock_(clock), hold_limit_(hold_limit) {}
+
+absl::Duration FlowControl::HoldLimit(absl::Duration max_poll_interval) {
+  return std::min(kHoldBeforePause, max_poll_interval / 2);
+}
 
 void FlowControl::UpdateBudgets(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment,
                                 bool stop_fetching) {
@@ -34,8 +39,8 @@ void FlowControl::UpdateBudgets(FetchSwitch& fetch, const std::vector<TopicParti
       if (budgets_.under_low_watermark()) {
         LogDebug("consumer", "buffers drained: taking records again");
         Open(fetch, assignment);
-      } else if (clock_->Now() - holding_since_ >= kHoldBeforePause) {
-        LogDebug("consumer", "buffers still full after a second: pausing fetch");
+      } else if (clock_->Now() - holding_since_ >= hold_limit_) {
+        LogDebug("consumer", "buffers still full: pausing fetch");
         PauseAll(fetch, assignment);
       }
       return;

@@ -13,7 +13,7 @@
 //    thread next wakes (up to a second later, librdkafka 2.15): with fast
 //    workers the buffers drained and the workers idled for ~0.45 s of every
 //    pause cycle (bench/RESULTS.md, issue 17).
-//  - paused: everything is paused through librdkafka. After kHoldBeforePause
+//  - paused: everything is paused through librdkafka. After HoldLimit
 //    of holding (the loop must poll again, or rebalances wait: they arrive
 //    in the same queue as records), and for good once fetching stops.
 //
@@ -57,16 +57,18 @@ class FlowControl {
     std::function<bool()> under_low_watermark;
   };
   // How long the loop may hold records back before it pauses everything and
-  // polls again: the longest a rebalance waits for a backpressured consumer
-  // (far under max.poll.interval.ms, which librdkafka keeps at or above
-  // session.timeout.ms, and brokers at or above 6 s).
+  // polls again: the longest a rebalance waits for a backpressured consumer.
   static constexpr absl::Duration kHoldBeforePause = absl::Seconds(1);
+  // kHoldBeforePause, or half of max.poll.interval.ms if that is less (the
+  // loop must poll within it, or librdkafka leaves the group).
+  static absl::Duration HoldLimit(absl::Duration max_poll_interval);
 
   // `stats` may be null.
-  FlowControl(Budgets budgets, ConsumerStats* stats, const Clock* clock = RealClock::Get());
+  FlowControl(Budgets budgets, ConsumerStats* stats, const Clock* clock = RealClock::Get(),
+              absl::Duration hold_limit = kHoldBeforePause);
 
   // Holds records back when the budgets are full, pauses every partition of
-  // `assignment` when holding lasted kHoldBeforePause or fetching should
+  // `assignment` when holding lasted the hold limit or fetching should
   // stop (shutdown drains), and opens again (resuming the unheld
   // partitions if it paused) when the buffers have drained.
   void UpdateBudgets(FetchSwitch& fetch, const std::vector<TopicPartition>& assignment,
@@ -103,6 +105,7 @@ class FlowControl {
   const Budgets budgets_;
   ConsumerStats* const stats_;
   const Clock* const clock_;
+  const absl::Duration hold_limit_;
   // Poll thread.
   State state_ = State::kOpen;
   absl::Time holding_since_;

@@ -110,6 +110,23 @@ TEST_F(FlowControlTest, BuffersFullForTheHoldLimitPauseEverythingUntilTheyDrain)
   EXPECT_TRUE(flow_.snapshot().held.empty());
 }
 
+TEST(FlowControlHoldLimitTest, AShortMaxPollIntervalShortensTheHold) {
+  EXPECT_EQ(FlowControl::HoldLimit(absl::Minutes(5)), FlowControl::kHoldBeforePause);
+  EXPECT_EQ(FlowControl::HoldLimit(absl::Milliseconds(600)), absl::Milliseconds(300));
+  testing::FakeClock clock;
+  bool full = true;
+  FlowControl flow(FlowControl::Budgets{[&] { return full; }, [&] { return !full; }},
+                   /*stats=*/nullptr, &clock, FlowControl::HoldLimit(absl::Milliseconds(600)));
+  FakeFetch fetch;
+  flow.UpdateBudgets(fetch, kAssignment, false);
+  clock.Advance(absl::Milliseconds(299));
+  flow.UpdateBudgets(fetch, kAssignment, false);
+  EXPECT_TRUE(flow.holding());
+  clock.Advance(absl::Milliseconds(1));
+  flow.UpdateBudgets(fetch, kAssignment, false);
+  EXPECT_TRUE(flow.paused()) << "the loop polls again well within max.poll.interval.ms";
+}
+
 TEST_F(FlowControlTest, BuffersThatFillAgainHoldAfresh) {
   over_high_ = true;
   under_low_ = false;
