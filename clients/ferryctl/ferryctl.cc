@@ -498,8 +498,9 @@ int Run(const std::vector<std::string>& args) {
     return UsageError("", absl::StrCat("unknown command \"", command, "\""));
   }
   // rate-limit takes PROCESSOR and EVENTS_PER_SECOND (ParseRateLimit checks).
-  if (positional.size() > (command == "rate-limit" ? 3u : 1u)) {
-    return UsageError(command, absl::StrCat("unexpected argument \"", positional[1],
+  const size_t accepted = command == "rate-limit" ? 3 : 1;
+  if (positional.size() > accepted) {
+    return UsageError(command, absl::StrCat("unexpected argument \"", positional[accepted],
                                             "\" (flags are written --name=value)"));
   }
   // --metrics=HOST:PORT (the old /metrics address) reaches MetricsStatus,

@@ -101,6 +101,13 @@ TEST_F(FerryctlRateLimitTest, UsageErrorsSendNothing) {
   EXPECT_THAT(Requests(), IsEmpty());
 }
 
+TEST_F(FerryctlRateLimitTest, AnExtraArgumentIsTheOneNamed) {
+  const Outcome run = Ferryctl({"rate-limit", "slow", "200", "300"});
+  EXPECT_EXIT_CODE(run, 2);
+  EXPECT_THAT(run.err, HasSubstr("unexpected argument \"300\""));
+  EXPECT_THAT(Requests(), IsEmpty());
+}
+
 TEST_F(FerryctlRateLimitTest, ServerRefusalIsExitOneWithItsMessage) {
   fake_.Configure([](FakeControl::Answers& answers) {
     answers.error = grpc::Status(grpc::StatusCode::NOT_FOUND,
