@@ -9,41 +9,22 @@
 #include <utility>
 #include <vector>
 
-#include "core/common/prefetch.h"
+#include "absl/container/inlined_vector.h"
 #include "core/engine/engine_stats.h"
+#include "core/engine/event_prefetch.h"
 #include "core/engine/events_wire.h"
 
 namespace ferry {
 namespace {
 
-// A lane's run was consumed long before it is sent (lanes dispatch out of
-// consumption order, from tens of thousands of buffered events), so its
-// Events and their strings are out of the cache. Serializing them one by one
-// waits on each dependent miss in turn (event → string → bytes); asking for
-// every member's lines level by level first lets those misses overlap.
-// (perf: Event::_InternalSerialize fell from 6.8% to 1.1% of ferry's KEY
-// samples; bench/RESULTS.md.)
+// A run's members, asked for at once before they are serialized
+// (perf: Event::_InternalSerialize fell from 6.8% to 0.9% of ferry's KEY
+// samples; bench/RESULTS.md).
 void PrefetchForWire(const std::vector<QueuedEvent>& members) {
   constexpr size_t kMostBytes = 512;  // a payload's first lines; the rest streams
-  for (const QueuedEvent& member : members) {
-    const char* event = reinterpret_cast<const char*>(member.event.get());
-    PrefetchLine(event);
-    PrefetchLine(event + kCacheLine);
-  }
-  for (const QueuedEvent& member : members) {
-    const v1::Event& event = *member.event;
-    PrefetchLine(&event.topic());
-    PrefetchLine(&event.key());
-    PrefetchLine(&event.type());
-    PrefetchLine(&event.payload());
-  }
-  for (const QueuedEvent& member : members) {
-    const v1::Event& event = *member.event;
-    PrefetchBytes(event.topic());
-    PrefetchBytes(event.key());
-    PrefetchBytes(event.type());
-    PrefetchBytes(event.payload(), kMostBytes);
-  }
+  absl::InlinedVector<const v1::Event*, 64> events;
+  for (const QueuedEvent& member : members) events.push_back(member.event.get());
+  PrefetchEvents(events, kMostBytes);
 }
 
 bool HoldsQuarantined(const InFlightTable& in_flight, const StreamTable::Entry& stream) {

@@ -12,42 +12,26 @@
 #include "core/common/prefetch.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_stats.h"
+#include "core/engine/event_prefetch.h"
 #include "core/engine/results.h"
 #include "core/engine/runs.h"
 
 namespace ferry {
 namespace {
 
-// Results come back for events consumed long before (a KEY lane's run was
-// buffered behind other lanes), so their Events and strings are out of the
-// cache; finishing them one by one waits on each dependent miss in turn
-// (event → string → bytes). Asking for every result's lines level by level
-// first lets those misses overlap, as the dispatcher does for a run.
+// Results come back for events consumed long before: their Events, strings
+// and partition-state slots are cold (core/engine/event_prefetch.h).
 void PrefetchResultEvents(InFlightTable& in_flight, PartitionTable& partitions,
                           int64_t stream_id, const v1::Results& results) {
   absl::InlinedVector<const QueuedEvent*, 64> finished;
+  absl::InlinedVector<const v1::Event*, 64> events;
   for (const v1::Result& result : results.results()) {
     const InFlightTable::Delivery* delivery = in_flight.Find(result.id(), stream_id);
     if (delivery == nullptr) continue;
-    const char* event = reinterpret_cast<const char*>(delivery->queued.event.get());
-    PrefetchLine(event);
-    PrefetchLine(event + kCacheLine);
     finished.push_back(&delivery->queued);
+    events.push_back(delivery->queued.event.get());
   }
-  for (const QueuedEvent* queued : finished) {
-    const v1::Event& event = *queued->event;
-    PrefetchLine(&event.topic());
-    PrefetchLine(&event.key());
-    PrefetchLine(&event.type());
-    PrefetchLine(&event.payload());
-  }
-  for (const QueuedEvent* queued : finished) {
-    const v1::Event& event = *queued->event;
-    PrefetchBytes(event.topic());
-    PrefetchBytes(event.key());
-    PrefetchBytes(event.type());
-    PrefetchBytes(event.payload());
-  }
+  PrefetchEvents(events, kCacheLine);
   // The offset's slot in its partition's state, which finishing marks done.
   for (const QueuedEvent* queued : finished) partitions.PrefetchFinish(*queued);
 }
