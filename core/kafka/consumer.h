@@ -140,6 +140,12 @@ class KafkaConsumer final : public OffsetCommitter {
   const std::unique_ptr<EventHandler> event_handler_;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer_;
   std::unique_ptr<FetchSwitch> fetch_;  // on consumer_
+  struct QueueReleaser {
+    void operator()(rd_kafka_queue_t* queue) const { rd_kafka_queue_destroy(queue); }
+  };
+  // consumer_'s own queue (what rd_kafka_consumer_poll reads), read in
+  // slices by the poll thread.
+  std::unique_ptr<rd_kafka_queue_t, QueueReleaser> consumer_queue_;
   std::thread poll_thread_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> stop_fetching_{false};
