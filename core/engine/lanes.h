@@ -14,13 +14,13 @@
 #define FERRY_CORE_ENGINE_LANES_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "core/config/config.h"
+#include "core/engine/lane_queue.h"
 
 namespace ferry {
 
@@ -52,10 +52,7 @@ class Lanes {
   }
 
   int count() const { return static_cast<int>(lanes_.size()); }
-  size_t size(int lane) const {
-    const auto& queue = lanes_[lane].queue;
-    return queue == nullptr ? 0 : queue->size();
-  }
+  size_t size(int lane) const { return lanes_[lane].queue.size(); }
   bool empty(int lane) const { return size(lane) == 0; }
   // A full lane still accepts (the record is already consumed); the engine
   // reports it so the consumer pauses fetching.
@@ -69,35 +66,36 @@ class Lanes {
   int in_flight(int lane) const { return lanes_[lane].in_flight; }
 
   void PushBack(int lane, Item item) {
-    const size_t before = size(lane);
-    Queue(lane).push_back(std::move(item));
+    LaneQueue<Item>& queue = lanes_[lane].queue;
+    const size_t before = queue.size();
+    queue.push_back(std::move(item));
     Resized(before, before + 1);
   }
   // Used when an in-flight event comes back (retry, lost stream): it goes
   // first again so the lane's order holds.
   void PushFront(int lane, Item item) {
-    const size_t before = size(lane);
-    Queue(lane).push_front(std::move(item));
+    LaneQueue<Item>& queue = lanes_[lane].queue;
+    const size_t before = queue.size();
+    queue.push_front(std::move(item));
     Resized(before, before + 1);
   }
   // Inserts at the front, after the leading items `stays_ahead` holds for
   // (a run member given back lines up after its run's earlier members).
   template <typename StaysAhead>
   void InsertNearFront(int lane, Item item, const StaysAhead& stays_ahead) {
-    std::deque<Item>& queue = Queue(lane);
+    LaneQueue<Item>& queue = lanes_[lane].queue;
     const size_t before = queue.size();
-    auto at = queue.begin();
-    while (at != queue.end() && stays_ahead(*at)) ++at;
+    size_t at = 0;
+    while (at < before && stays_ahead(queue[at])) ++at;
     queue.insert(at, std::move(item));
     Resized(before, before + 1);
   }
-  Item& Front(int lane) { return lanes_[lane].queue->front(); }
-  const Item& Front(int lane) const { return lanes_[lane].queue->front(); }
+  Item& Front(int lane) { return lanes_[lane].queue.front(); }
+  const Item& Front(int lane) const { return lanes_[lane].queue.front(); }
   Item PopFront(int lane) {
-    std::deque<Item>& queue = *lanes_[lane].queue;
+    LaneQueue<Item>& queue = lanes_[lane].queue;
     const size_t before = queue.size();
-    Item item = std::move(queue.front());
-    queue.pop_front();
+    Item item = queue.pop_front();
     Resized(before, before - 1);
     return item;
   }
@@ -109,35 +107,22 @@ class Lanes {
   template <typename Predicate>
   std::vector<Item> RemoveIf(int lane, Predicate predicate) {
     std::vector<Item> removed;
-    if (lanes_[lane].queue == nullptr) return removed;
-    std::deque<Item>& queue = *lanes_[lane].queue;
+    LaneQueue<Item>& queue = lanes_[lane].queue;
     const size_t before = queue.size();
-    std::deque<Item> kept;
-    for (auto& item : queue) {
-      if (predicate(item)) {
-        removed.push_back(std::move(item));
-      } else {
-        kept.push_back(std::move(item));
-      }
-    }
-    queue.swap(kept);
+    queue.Partition([&predicate](const Item& item) { return !predicate(item); },
+                    [&removed](Item item) { removed.push_back(std::move(item)); });
     Resized(before, queue.size());
     return removed;
   }
 
  private:
   struct Lane {
-    // Made on first use and then kept: there are thousands of lanes per flow
-    // (see AutoLaneCount) and an empty std::deque already allocates.
-    std::unique_ptr<std::deque<Item>> queue;
+    // There are thousands of lanes per flow (see AutoLaneCount): an empty
+    // LaneQueue allocates nothing.
+    LaneQueue<Item> queue;
     int in_flight = 0;
   };
 
-  std::deque<Item>& Queue(int lane) {
-    auto& queue = lanes_[lane].queue;
-    if (queue == nullptr) queue = std::make_unique<std::deque<Item>>();
-    return *queue;
-  }
   void Resized(size_t before, size_t after) {
     full_lanes_ += static_cast<int>(after >= capacity_) - static_cast<int>(before >= capacity_);
     lanes_over_low_mark_ +=
