@@ -304,10 +304,12 @@ absl::Status Decoder::DecodeInto(RawRecord& record, v1::Event* event) const {
   // until both are known, so a poison record stays whole.
   absl::Status status = KeyAndType(record, event->mutable_key(), event->mutable_type());
   if (!status.ok()) return status;
-  event->set_topic(std::move(record.topic));
+  // Swapped, not moved: moving would free the recycled event's buffers here
+  // and leave `record` to allocate new ones for the next record.
+  event->mutable_topic()->swap(record.topic);
   event->set_partition(record.partition);
   event->set_offset(record.offset);
-  event->set_payload(std::move(record.payload));
+  event->mutable_payload()->swap(record.payload);
   for (auto& [name, value] : record.headers) {
     AddEventHeader(event, std::move(name), std::move(value));
   }

@@ -42,9 +42,12 @@ class Decoder {
   // left whole, for the dead-letter record.
   absl::StatusOr<v1::Event> Decode(RawRecord&& record) const;
   // The consumer's per-record path: decodes into `*event` (cleared first; a
-  // caller's reused Event keeps its string buffers), moving topic, payload
-  // and headers out of `record`, with no Event temporary in between. On an
-  // error `record` is left whole and `*event` is unspecified.
+  // caller's reused Event keeps its string buffers), with no Event temporary
+  // in between. Topic and payload are swapped with the event's cleared
+  // strings, so `record` leaves with them empty but holding the event's old
+  // buffers, which the next record is read into without allocating; headers
+  // are moved out. On an error `record` is left whole and `*event` is
+  // unspecified.
   absl::Status DecodeInto(RawRecord& record, v1::Event* event) const;
 
  private:

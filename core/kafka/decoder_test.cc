@@ -210,6 +210,24 @@ TEST(DecoderTest, DecodeIntoAReusedEventKeepsNothingOfThePreviousRecord) {
   EXPECT_EQ(poison.payload, "not json");
 }
 
+// The consumer reads every record into one RawRecord and decodes it into a
+// recycled Event: the event's old buffers must come back to the record, or
+// each record would allocate its payload and topic again.
+TEST(DecoderTest, DecodeIntoHandsTheReusedEventsBuffersToTheRecord) {
+  auto decoder = MustCreate({Topic("orders", {Kind::kRecordKey, ""}, {Kind::kTopic, ""})});
+  v1::Event event;
+  event.set_payload(std::string(2000, 'p'));
+  event.set_topic(std::string(300, 't'));
+  RawRecord record = Record("orders", "small");
+  ASSERT_TRUE(decoder->DecodeInto(record, &event).ok());
+  EXPECT_EQ(event.payload(), "small");
+  EXPECT_EQ(event.topic(), "orders");
+  EXPECT_TRUE(record.payload.empty());
+  EXPECT_TRUE(record.topic.empty());
+  EXPECT_GE(record.payload.capacity(), 2000u);
+  EXPECT_GE(record.topic.capacity(), 300u);
+}
+
 TEST(DecoderTest, JsonMissingFieldIsPoison) {
   auto decoder = MustCreate({Topic("orders", {Kind::kJson, "/user/id"},
                                    {Kind::kConstant, "t"})});
