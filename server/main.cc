@@ -14,7 +14,6 @@
 #include "absl/synchronization/mutex.h"
 #include "core/common/log.h"
 #include "core/config/config.h"
-#include "server/polling_engine.h"
 #include "server/server.h"
 #include "server/shutdown_signals.h"
 #include "server/version.h"
@@ -56,8 +55,6 @@ absl::StatusOr<Config> LoadConfig() {
 }
 
 int Run(int argc, char** argv) {
-  // Before gRPC starts and before any thread exists (server/polling_engine.h).
-  UsePollEngineUnlessSet();
   // Before any thread starts: every thread inherits the blocked mask.
   ShutdownSignals signals;
   // Debian's abseil has no NDEBUG: deadlock-cycle detection would cost ~60ns a
