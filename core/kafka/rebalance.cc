@@ -116,7 +116,11 @@ void Rebalancer::CommitRevoked(RdKafka::KafkaConsumer& consumer,
   RdPartitionList list(positions);
   absl::Status status = KafkaErrorToStatus(consumer.commitSync(list.get()), "commit on revoke");
   if (stats_ != nullptr) stats_->Commit(status.ok());
-  if (!status.ok()) LogWarn("consumer", "commit on revoke failed: ", status.ToString());
+  if (!status.ok()) {
+    LogWarn("consumer", "commit on revoke failed: ", status.ToString());
+  } else {
+    LogInfo("consumer", "committed on revoke: ", DescribePositions(positions));
+  }
 }
 
 void Rebalancer::Unassign(RdKafka::KafkaConsumer& consumer,

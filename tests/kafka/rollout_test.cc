@@ -62,6 +62,38 @@
 namespace ferry::testing {
 namespace {
 
+// The lines of a replica's log about assignment, revocation and commits:
+// what explains duplicates when a test fails on them.
+std::string RebalanceLines(const std::string& log) {
+  std::string lines;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, "assign") || absl::StrContains(line, "revok") ||
+        absl::StrContains(line, "commit") || absl::StrContains(line, "lost") ||
+        absl::StrContains(line, "WARN") || absl::StrContains(line, "ERROR")) {
+      absl::StrAppend(&lines, line, "\n");
+    }
+  }
+  return lines;
+}
+
+// Per partition: how many offsets were handled more than once, and their range.
+std::string DuplicatesByPartition(const std::vector<HandledEvent>& handled) {
+  std::map<int32_t, std::map<int64_t, int>> seen;
+  for (const HandledEvent& event : handled) ++seen[event.partition][event.offset];
+  std::string text = "handled twice, by partition:";
+  for (const auto& [partition, offsets] : seen) {
+    int64_t count = 0, low = -1, high = -1;
+    for (const auto& [offset, times] : offsets) {
+      if (times < 2) continue;
+      count += times - 1;
+      if (low < 0) low = offset;
+      high = offset;
+    }
+    if (count > 0) absl::StrAppend(&text, " ", partition, ":", count, " [", low, "..", high, "]");
+  }
+  return text + "\n";
+}
+
 using ::testing::IsEmpty;
 
 const ::testing::Environment* const kBroker =
@@ -446,7 +478,9 @@ TEST_P(RolloutTest, NewReplicaJoinsOldReplicaDrainsOnSigtermNothingLost) {
   // interval's worth of finished events).
   const int64_t streams = config["processors"][0]["streams"].as<int64_t>();
   const int64_t duplicate_bound = 2 * streams * 64;
-  EXPECT_LE(duplicates, duplicate_bound);
+  EXPECT_LE(duplicates, duplicate_bound)
+      << "what each replica did about its group membership:\n"
+      << RebalanceLines(log_a) << RebalanceLines(b->Log()) << DuplicatesByPartition(handled);
   std::cout << "rollout: " << events << " events produced over "
             << absl::FormatDuration(absl::Trunc(produced_for, absl::Milliseconds(100)))
             << " (continuously, " << kEventsPerSecond << "/s), all handled and committed; "
