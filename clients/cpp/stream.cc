@@ -106,8 +106,18 @@ void Stream::OnReadDone(bool ok) {
   // per thread, not per event, and a slow event holds up only its thread.
   const size_t tasks =
       std::min(work->units(), static_cast<size_t>(core_->options.handler_threads));
+  // Each task holds its own reference: another task may hand over every
+  // unit's result (and with them the events' references) before this one
+  // starts, and OnDone may have dropped gRPC's by then.
   for (size_t t = 0; t < tasks; ++t) {
-    if (core_->pool.Schedule([this, work] { Work(work); })) continue;
+    Ref();
+    if (core_->pool.Schedule([this, work] {
+          Work(work);
+          Unref();
+        })) {
+      continue;
+    }
+    Unref();  // not the last: gRPC's is held until OnDone, after this returns
     // The pool stopped: whatever no task takes fails here.
     ResultBuffer out;
     for (size_t u = work->TakeUnit(); u < work->units(); u = work->TakeUnit()) {

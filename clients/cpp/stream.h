@@ -5,9 +5,10 @@
 // batches results into Results and returns credit (inside Results when ferry
 // sent the `ferry-results-credit: 1` header, else as Credit messages).
 //
-// Lifetime: reference counted, one reference for gRPC (dropped in OnDone) and
-// one per event received (dropped when its result is handed over). It
-// deletes itself at zero, so pool tasks never touch a freed reactor.
+// Lifetime: reference counted, one reference for gRPC (dropped in OnDone),
+// one per event received (dropped when its result is handed over) and one
+// per queued pool task (dropped when it returns). It deletes itself at zero,
+// so pool tasks never touch a freed reactor.
 // Threading: gRPC reactions and pool threads; everything mutable is under
 // mu_ (may_skip_ is an atomic read without it). gRPC operations (StartRead/StartWrite/Finish) are started under mu_;
 // gRPC never runs user reactions inline in those calls. mu_ may be held while
@@ -71,7 +72,7 @@ class Stream final
   void CancelLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // A pool task: takes the message's units until none is left, then hands
-  // its buffered results over.
+  // its buffered results over. The task's own reference keeps `this`.
   void Work(const std::shared_ptr<MessageWork>& work);
 
   // Handles unit u's members from `from` on, in order, one at a time, each

@@ -165,7 +165,7 @@ void Stream::Work(const std::shared_ptr<MessageWork>& work) {
   for (size_t u = work->TakeUnit(); u < work->units(); u = work->TakeUnit()) {
     RunUnit(work, u, 0, &out);
   }
-  Flush(&out);  // `this` may be gone now
+  Flush(&out);  // the task's own reference keeps `this`
 }
 
 void Stream::NotAttempted(const MessageWork& work, size_t u, size_t from, ResultBuffer* out) {
@@ -230,12 +230,18 @@ void Stream::RunUnit(const std::shared_ptr<MessageWork>& work, size_t u, size_t 
 void Stream::ContinueUnit(std::shared_ptr<MessageWork> work, size_t u, size_t next, bool ok) {
   ResultBuffer out;
   if (ok) {
+    // The task holds its own reference: the unit's last member may hand its
+    // result over inside RunUnit (a dropped `done` does), and the Flush after
+    // it is still a call on `this`.
+    Ref();
     const bool scheduled = core_->pool.Schedule([this, work, u, next] {
       ResultBuffer out;
       RunUnit(work, u, next, &out);
       Flush(&out);
+      Unref();
     });
     if (scheduled) return;
+    Unref();  // not the last: members `next` on still hold theirs
   }
   // Not OK, or the pool stopped (the stream is finished: nobody listens).
   NotAttempted(*work, u, next, &out);

@@ -177,6 +177,8 @@ class Worker {
   int64_t max_held() const;
   // Events received beyond the credit granted (a ferry protocol violation).
   int64_t credit_violations() const;
+  // Streams being served now (opened and not yet done).
+  int open_streams() const;
 
   struct Core;  // Internal shared state (outlives the Worker while streams drain).
 

@@ -309,6 +309,52 @@ TEST(WorkerRunsTest, AsyncMembersContinueFromDone) {
   for (std::thread& t : threads) t.join();
 }
 
+// A run continued on the pool by an async member's `done` whose next (and
+// last) member drops its `done` after the stream is gone: that member's FAIL
+// hands over the stream's last reference inside the task, and the task must
+// not touch the freed stream afterwards (UBSan and ASan in tools/sanitize
+// see it if it does).
+TEST(WorkerRunsTest, AContinuedRunOutlivesNoStream) {
+  absl::Mutex mu;
+  std::function<void(Outcome)> done_11;
+  Latch stashed_11, started_13;
+  absl::Notification release_13;
+  AsyncHandler handler = [&](const Event& e, std::function<void(Outcome)> done) {
+    if (e.id() == 11) {
+      absl::MutexLock l(&mu);
+      done_11 = std::move(done);
+      stashed_11.Notify();
+      return;
+    }
+    started_13.Notify();
+    release_13.WaitForNotification();  // then drops `done` without calling it
+  };
+  WorkerOptions opts = Options(8);
+  opts.handler_threads = 2;
+  auto worker = StartWorker(opts, handler);
+  ASSERT_NE(worker, nullptr);
+  {
+    Client client(worker->port());
+    client.ReadReady();
+    ASSERT_TRUE(Send(client, {{11, 2}, {13, 2}}));
+    stashed_11.WaitForNotification();
+    {
+      absl::MutexLock l(&mu);
+      done_11(Outcome::Ok());  // the run goes on in a pool task: member 13
+      done_11 = nullptr;
+    }
+    started_13.WaitForNotification();
+    client.context().TryCancel();
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (worker->open_streams() > 0 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    ASSERT_EQ(worker->open_streams(), 0) << "the stream did not end";
+  }
+  release_13.Notify();
+  worker->Shutdown(absl::Seconds(5));  // joins the pool: the task has returned
+}
+
 TEST(WorkerRunsTest, ShutdownEndsARunAfterTheRunningMember) {
   std::atomic<Worker*> self{nullptr};
   Journal journal;

@@ -355,6 +355,52 @@ TEST(WorkerTest, StreamClosedByFerryDropsResultsSafely) {
   EXPECT_GE(finished.load(), 2);
 }
 
+// A message's second pool task may start only after the first task ran both
+// units and the stream is gone: it must not touch a freed stream (UBSan and
+// ASan in tools/sanitize see it if it does).
+TEST(WorkerTest, ALatePoolTaskOutlivesNoStream) {
+  Latch a_started, two_started;
+  absl::Notification release_a, release_two;
+  WorkerOptions opts = Options(8);
+  opts.handler_threads = 2;
+  auto worker = StartWorker(opts, [&](const Event& e) {
+    if (e.id() == 100) {  // holds one of the two pool threads
+      a_started.Notify();
+      release_a.WaitForNotification();
+    } else if (e.id() == 2) {
+      two_started.Notify();
+      release_two.WaitForNotification();
+    }
+    return Outcome::Ok();
+  });
+  ASSERT_NE(worker, nullptr);
+  Client a(worker->port());
+  a.ReadReady();
+  ASSERT_TRUE(a.SendEvents({100}));
+  a_started.WaitForNotification();
+  {
+    // Two independent events: two units, two tasks. The free thread takes
+    // the first task, which runs both units; the second task waits.
+    Client b(worker->port());
+    b.ReadReady();
+    ASSERT_TRUE(b.SendEvents({1, 2}));
+    two_started.WaitForNotification();
+    b.context().TryCancel();
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (worker->open_streams() > 1 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    ASSERT_EQ(worker->open_streams(), 1) << "stream b did not end";
+    // Event 2's result is dropped and its reference with it; then the first
+    // task returns and the second one starts on the same thread.
+    release_two.Notify();
+  }
+  release_a.Notify();
+  ASSERT_TRUE(a.ReadCredit(1));
+  EXPECT_THAT(a.ResultIds(), UnorderedElementsAre(100u));
+  worker->Shutdown(absl::Seconds(5));
+}
+
 TEST(WorkerTest, ShutdownDeliversInFlightResultWithinGrace) {
   std::atomic<Worker*> self{nullptr};
   absl::Notification started;
