@@ -145,7 +145,7 @@ ControlService::ControlService(const Config& config, Engine* engine, KafkaConsum
       token_(std::move(token)),
       status_metrics_(config, counters, absl::Now()) {}
 
-absl::Status ControlService::Authorize(const grpc::ServerContext& context) const {
+absl::Status ControlService::Authorize(const grpc::ServerContextBase& context) const {
   if (token_.empty()) return absl::OkStatus();
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
@@ -251,7 +251,7 @@ absl::StatusOr<int64_t> ControlService::ChangePause(bool paused, bool all,
 }
 
 template <typename Request, typename Response>
-grpc::Status ControlService::PauseOrResume(bool paused, const grpc::ServerContext& context,
+grpc::Status ControlService::PauseOrResume(bool paused, const grpc::ServerContextBase& context,
                                            const Request& request, Response* response) {
   if (absl::Status auth = Authorize(context); !auth.ok()) return ToGrpcStatus(auth);
   std::vector<TopicPartition> selected;
@@ -268,12 +268,12 @@ grpc::Status ControlService::PauseOrResume(bool paused, const grpc::ServerContex
   return grpc::Status::OK;
 }
 
-grpc::Status ControlService::Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
+grpc::Status ControlService::Pause(grpc::ServerContextBase* context, const v1::PauseRequest* request,
                                    v1::PauseResponse* response) {
   return PauseOrResume(/*paused=*/true, *context, *request, response);
 }
 
-grpc::Status ControlService::Resume(grpc::ServerContext* context,
+grpc::Status ControlService::Resume(grpc::ServerContextBase* context,
                                     const v1::ResumeRequest* request,
                                     v1::ResumeResponse* response) {
   return PauseOrResume(/*paused=*/false, *context, *request, response);
@@ -373,7 +373,7 @@ absl::Status ControlService::Reset(const v1::ResetOffsetsRequest& request,
   return absl::OkStatus();
 }
 
-grpc::Status ControlService::ResetOffsets(grpc::ServerContext* context,
+grpc::Status ControlService::ResetOffsets(grpc::ServerContextBase* context,
                                           const v1::ResetOffsetsRequest* request,
                                           v1::ResetOffsetsResponse* response) {
   if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
@@ -425,7 +425,7 @@ absl::Status ControlService::Skip(const v1::SkipOffsetRequest& request,
   return absl::OkStatus();
 }
 
-grpc::Status ControlService::SkipOffset(grpc::ServerContext* context,
+grpc::Status ControlService::SkipOffset(grpc::ServerContextBase* context,
                                         const v1::SkipOffsetRequest* request,
                                         v1::SkipOffsetResponse* response) {
   if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
@@ -456,7 +456,7 @@ absl::Status ControlService::RateLimit(const v1::SetRateLimitRequest& request,
   return absl::OkStatus();
 }
 
-grpc::Status ControlService::SetRateLimit(grpc::ServerContext* context,
+grpc::Status ControlService::SetRateLimit(grpc::ServerContextBase* context,
                                           const v1::SetRateLimitRequest* request,
                                           v1::SetRateLimitResponse* response) {
   if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);
@@ -534,7 +534,7 @@ void ControlService::Status(v1::GetStatusResponse* response) {
   status_metrics_.Fill(snapshot, now, response);
 }
 
-grpc::Status ControlService::GetStatus(grpc::ServerContext* context,
+grpc::Status ControlService::GetStatus(grpc::ServerContextBase* context,
                                        const v1::GetStatusRequest* /*request*/,
                                        v1::GetStatusResponse* response) {
   if (absl::Status auth = Authorize(*context); !auth.ok()) return ToGrpcStatus(auth);

@@ -9,9 +9,9 @@
 // carries the counters /metrics serves (server/status_metrics.h).
 // absl::Status becomes grpc::Status here and nowhere else.
 //
-// Threading: gRPC's synchronous server calls the handlers on its own thread
-// pool; handlers block on Kafka round trips (bounded by timeouts), never on
-// the engine's dispatch path.
+// Threading: ControlEndpoint calls the handlers on its own threads, several
+// at once; handlers block on Kafka round trips (bounded by timeouts), never
+// on the engine's dispatch path.
 #ifndef FERRY_SERVER_CONTROL_SERVICE_H_
 #define FERRY_SERVER_CONTROL_SERVICE_H_
 
@@ -27,8 +27,9 @@
 #include "core/control/control_log.h"
 #include "core/engine/engine.h"
 #include "core/kafka/consumer.h"
-#include "ferry/v1/control.grpc.pb.h"
+#include "ferry/v1/control.pb.h"
 #include "ferry/v1/control_log.pb.h"
+#include "server/control_handler.h"
 #include "server/status_metrics.h"
 
 namespace ferry {
@@ -44,7 +45,7 @@ absl::StatusOr<v1::internal::RateLimitChange> RateLimitChangeFor(
     const Config& config, const v1::SetRateLimitRequest& request);
 inline constexpr double kMaxEventsPerSecond = 1e9;
 
-class ControlService final : public v1::Control::Service {
+class ControlService final : public ControlHandler {
  public:
   // `token` empty: no authentication. `counters`: the metrics registry the
   // stats count in (null: GetStatus's counters stay 0). Everything must
@@ -53,21 +54,21 @@ class ControlService final : public v1::Control::Service {
                  ControlLog* control, std::string token,
                  const prometheus::Collectable* counters = nullptr);
 
-  grpc::Status Pause(grpc::ServerContext* context, const v1::PauseRequest* request,
+  grpc::Status Pause(grpc::ServerContextBase* context, const v1::PauseRequest* request,
                      v1::PauseResponse* response) override;
-  grpc::Status Resume(grpc::ServerContext* context, const v1::ResumeRequest* request,
+  grpc::Status Resume(grpc::ServerContextBase* context, const v1::ResumeRequest* request,
                       v1::ResumeResponse* response) override;
-  grpc::Status ResetOffsets(grpc::ServerContext* context, const v1::ResetOffsetsRequest* request,
+  grpc::Status ResetOffsets(grpc::ServerContextBase* context, const v1::ResetOffsetsRequest* request,
                             v1::ResetOffsetsResponse* response) override;
-  grpc::Status GetStatus(grpc::ServerContext* context, const v1::GetStatusRequest* request,
+  grpc::Status GetStatus(grpc::ServerContextBase* context, const v1::GetStatusRequest* request,
                          v1::GetStatusResponse* response) override;
-  grpc::Status SkipOffset(grpc::ServerContext* context, const v1::SkipOffsetRequest* request,
+  grpc::Status SkipOffset(grpc::ServerContextBase* context, const v1::SkipOffsetRequest* request,
                           v1::SkipOffsetResponse* response) override;
-  grpc::Status SetRateLimit(grpc::ServerContext* context, const v1::SetRateLimitRequest* request,
+  grpc::Status SetRateLimit(grpc::ServerContextBase* context, const v1::SetRateLimitRequest* request,
                             v1::SetRateLimitResponse* response) override;
 
  private:
-  absl::Status Authorize(const grpc::ServerContext& context) const;
+  absl::Status Authorize(const grpc::ServerContextBase& context) const;
   // The partitions a request names: every partition of `topic` when
   // `partitions` is empty. NotFound for a topic ferry does not consume,
   // InvalidArgument for a partition out of range.
@@ -78,7 +79,7 @@ class ControlService final : public v1::Control::Service {
                                       std::vector<TopicPartition>* selected);
   // Pause and Resume have identical request and response shapes.
   template <typename Request, typename Response>
-  grpc::Status PauseOrResume(bool paused, const grpc::ServerContext& context,
+  grpc::Status PauseOrResume(bool paused, const grpc::ServerContextBase& context,
                              const Request& request, Response* response);
   // Where `request` moves `tp`, whose offsets run from `earliest` to `end`:
   // InvalidArgument for a to_offset outside them; a timestamp after the last

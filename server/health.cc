@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/common/log.h"
 #include "grpc/health/v1/health.pb.h"
+#include "server/reflection_service.h"
 
 namespace ferry {
 
@@ -16,12 +17,6 @@ void EnableHealthService() {
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
 }
 
-void UseOneSyncPoller(grpc::ServerBuilder& builder) {
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 1);
-}
-
 void SetServing(grpc::Server& server, bool serving) {
   grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService();
   if (health == nullptr) return;
@@ -30,9 +25,12 @@ void SetServing(grpc::Server& server, bool serving) {
 }
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPlaintextHealthServer(
-    const std::string& address) {
+    const std::string& address, ReflectionService* reflection) {
   grpc::ServerBuilder builder;
-  UseOneSyncPoller(builder);
+  // gRPC's health service is added inside Start, so without this the builder
+  // would see no service at all and refuse to build.
+  builder.RegisterCallbackGenericService(reflection);
+  RemoveSyncReflectionPlugin(builder);  // callback services only: no sync poller
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/reflection_service.h"
 
 namespace ferry {
 
@@ -28,22 +29,15 @@ inline constexpr char kControlServiceName[] = "ferry.v1.Control";
 // and makes sure grpc.health.v1's descriptors are in the generated pool.
 void EnableHealthService();
 
-// Limits `builder`'s sync server to one completion queue and one polling
-// thread. gRPC's poller threads poll the process-wide set of sockets, so the
-// sync server's spare pollers (up to two per queue by default) also took up
-// the worker streams' I/O, each hand-off a thread wake-up; the Control and
-// health calls they exist for are rare and fast, and one poller serves them
-// (a call in progress is handed to a worker thread, as before).
-void UseOneSyncPoller(grpc::ServerBuilder& builder);
-
 // Sets "" and every name above to SERVING or NOT_SERVING on `server`.
 void SetServing(grpc::Server& server, bool serving);
 
-// server.health_listen: a plaintext server with nothing but the health
-// service, for probes that cannot speak TLS (the kubelet's gRPC probe);
-// SERVING from the start. An error when `address` cannot be bound.
+// server.health_listen: a plaintext server with the health service and
+// `reflection` (which must outlive it, and serve no other server), nothing
+// else, for probes that cannot speak TLS (the kubelet's gRPC probe); SERVING
+// from the start. An error when `address` cannot be bound.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartPlaintextHealthServer(
-    const std::string& address);
+    const std::string& address, ReflectionService* reflection);
 
 }  // namespace ferry
 

@@ -1,6 +1,5 @@
 #include "server/server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <prometheus/registry.h>
 
@@ -20,6 +19,7 @@
 #include "core/kafka/consumer_stats.h"
 #include "core/kafka/dead_letter_writer.h"
 #include "core/kafka/decoder.h"
+#include "server/control_endpoint.h"
 #include "server/control_service.h"
 #include "server/control_token.h"
 #include "server/drain.h"
@@ -27,6 +27,7 @@
 #include "server/health.h"
 #include "server/observability/metrics.h"
 #include "server/observability/progress_reporter.h"
+#include "server/reflection_service.h"
 #include "server/replica_identity.h"
 #include "server/stop_sequence.h"
 #include "server/workers/tls_credentials.h"
@@ -41,6 +42,11 @@ absl::Status ConfigError(absl::string_view message) {
   return absl::InvalidArgumentError(message);
 }
 absl::Status StartupError(absl::string_view message) { return absl::UnavailableError(message); }
+
+// Control calls are rare and block on Kafka for up to seconds: a few at once
+// (GetStatus answers while a Pause waits), a bounded backlog beyond them.
+constexpr int kControlThreads = 4;
+constexpr int kControlCallsQueued = 64;
 
 // What the config names outside itself, read and checked before anything
 // connects (and all that --check_config checks beyond parsing).
@@ -101,8 +107,11 @@ struct Server::Components {
   std::unique_ptr<KafkaConsumer> consumer;
   std::unique_ptr<WorkerPool> workers;
   std::unique_ptr<ControlService> control_service;
+  std::unique_ptr<ControlEndpoint> control_endpoint;
+  std::unique_ptr<ReflectionService> reflection;
   std::unique_ptr<grpc::Server> grpc_server;
   int grpc_port = 0;
+  std::unique_ptr<ReflectionService> health_reflection;  // outlives health_server
   std::unique_ptr<grpc::Server> health_server;
   std::shared_ptr<StateCollector> state_collector;
   std::shared_ptr<ProcessCollector> process_collector;
@@ -205,15 +214,24 @@ absl::Status Server::StartControlLog() {
 }
 
 // ferry's own gRPC server: Control, health and reflection (so grpcurl can
-// list and call everything).
+// list and call everything). All three are callback services: a server with
+// a synchronous one runs a sync poller thread that, under gRPC's epoll1
+// engine, wakes up for the worker streams' I/O too (control_endpoint.h).
 absl::Status Server::StartGrpc() {
   Components& c = *c_;
   EnableHealthService();
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  c.control_endpoint = std::make_unique<ControlEndpoint>(
+      c.control_service.get(), kControlThreads, kControlCallsQueued);
+  c.control_endpoint->Start();
+  // After the gRPC server's Shutdown, which waits for the calls it handed over.
+  c.stops.Started("Control threads", [&c] { c.control_endpoint->Stop(); });
+  c.reflection = std::make_unique<ReflectionService>(
+      std::vector<std::string>{kControlServiceName, "grpc.health.v1.Health"});
   grpc::ServerBuilder builder;
-  UseOneSyncPoller(builder);
   builder.AddListeningPort(c.config.listen_address, c.inputs.credentials, &c.grpc_port);
-  builder.RegisterService(c.control_service.get());
+  builder.RegisterService(c.control_endpoint.get());
+  builder.RegisterCallbackGenericService(c.reflection.get());
+  RemoveSyncReflectionPlugin(builder);
   c.grpc_server = builder.BuildAndStart();
   if (c.grpc_server == nullptr || c.grpc_port == 0) {
     return StartupError(absl::StrCat("cannot listen on ", c.config.listen_address,
@@ -233,12 +251,14 @@ absl::Status Server::StartGrpc() {
 }
 
 // Probes that cannot speak TLS (the kubelet's gRPC probe) get a plaintext
-// port with nothing but the health service.
+// port with nothing but the health service (and reflection describing it).
 absl::Status Server::StartHealthPort() {
   Components& c = *c_;
   if (c.config.health_listen_address.empty()) return absl::OkStatus();
+  c.health_reflection =
+      std::make_unique<ReflectionService>(std::vector<std::string>{"grpc.health.v1.Health"});
   absl::StatusOr<std::unique_ptr<grpc::Server>> started =
-      StartPlaintextHealthServer(c.config.health_listen_address);
+      StartPlaintextHealthServer(c.config.health_listen_address, c.health_reflection.get());
   if (!started.ok()) return StartupError(started.status().message());
   c.health_server = *std::move(started);
   c.stops.Started("health port",

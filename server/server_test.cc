@@ -67,7 +67,8 @@ TEST(ServerTest, StopsEverythingInReverseOrderOfStartup) {
   EXPECT_GT((*server)->grpc_port(), 0);
   EXPECT_GT((*server)->metrics_port(), 0);
   EXPECT_THAT((*server)->started(),
-              ElementsAre("control log", "gRPC server", "health port", "metrics endpoint",
+              ElementsAre("control log", "Control threads", "gRPC server", "health port",
+                          "metrics endpoint",
                           "worker streams", "consumer", "engine timer", "committer",
                           "progress reporter"));
   (*server)->Drain([] { return true; });
@@ -87,9 +88,11 @@ TEST(ServerTest, AFailedStartStopsWhatHadStarted) {
   ASSERT_FALSE(started.ok());
   EXPECT_FALSE(IsConfigError(started));  // exit 3, not 2
   EXPECT_THAT(started.message(), HasSubstr("(server.metrics_listen): address in use or invalid"));
-  EXPECT_THAT((*server)->started(), ElementsAre("control log", "gRPC server", "health port"));
+  EXPECT_THAT((*server)->started(),
+              ElementsAre("control log", "Control threads", "gRPC server", "health port"));
   (*server)->Stop();
-  EXPECT_THAT((*server)->stopped(), ElementsAre("health port", "gRPC server", "control log"));
+  EXPECT_THAT((*server)->stopped(),
+              ElementsAre("health port", "gRPC server", "Control threads", "control log"));
 }
 
 TEST(ServerTest, AnUnusableConfigIsAConfigErrorBeforeAnythingStarts) {
