@@ -103,6 +103,9 @@ std::string StatsJson(const ferry::sdk::Worker& worker) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  // As worker.h recommends (and example_worker does): Debian's abseil would
+  // run its deadlock-cycle detector on every Mutex lock of the SDK.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);

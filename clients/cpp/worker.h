@@ -16,6 +16,13 @@
 //   if (!worker.ok() || !(*worker)->Start("0.0.0.0:50051").ok()) return 1;
 //   (*worker)->Wait();  // until someone calls Shutdown()
 //
+// Speed: Debian's abseil (and any abseil built without NDEBUG) runs its
+// deadlock-cycle detector on every absl::Mutex lock, the SDK's included;
+// that cost the benchmark worker about a tenth of its CPU. The SDK leaves the
+// process-wide setting alone; a worker's main() may turn it off, as the
+// example and benchmark workers do:
+//   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+//
 // TLS: set opts.tls.cert_file / key_file (and client_ca_file to require ferry
 // to present a client certificate); ferry's processor then needs `tls:`.
 //
