@@ -345,11 +345,7 @@ TEST(WorkerRunsTest, AContinuedRunOutlivesNoStream) {
     }
     started_13.WaitForNotification();
     client.context().TryCancel();
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (worker->open_streams() > 0 && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
-    ASSERT_EQ(worker->open_streams(), 0) << "the stream did not end";
+    ASSERT_TRUE(testing::WaitForOpenStreams(*worker, 0)) << "the stream did not end";
   }
   release_13.Notify();
   worker->Shutdown(absl::Seconds(5));  // joins the pool: the task has returned

@@ -386,11 +386,7 @@ TEST(WorkerTest, ALatePoolTaskOutlivesNoStream) {
     ASSERT_TRUE(b.SendEvents({1, 2}));
     two_started.WaitForNotification();
     b.context().TryCancel();
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (worker->open_streams() > 1 && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
-    ASSERT_EQ(worker->open_streams(), 1) << "stream b did not end";
+    ASSERT_TRUE(testing::WaitForOpenStreams(*worker, 1)) << "stream b did not end";
     // Event 2's result is dropped and its reference with it; then the first
     // task returns and the second one starts on the same thread.
     release_two.Notify();

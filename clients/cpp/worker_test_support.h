@@ -159,6 +159,17 @@ std::unique_ptr<Worker> StartWorker(WorkerOptions opts, H handler) {
   return std::move(*worker);
 }
 
+// Waits (up to 10 s) until `worker` serves at most `streams` streams; true
+// once it does (a stream's OnDone has run).
+inline bool WaitForOpenStreams(const Worker& worker, int streams) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (worker.open_streams() > streams) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
 inline WorkerOptions Options(int max_in_flight, std::string name = "test-worker") {
   WorkerOptions o;
   o.name = std::move(name);
