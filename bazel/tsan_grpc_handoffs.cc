@@ -21,8 +21,6 @@
 // else is ordered, so a race in ferry's own code stays a report.
 #include <dlfcn.h>
 #include <grpc/grpc.h>
-#include <grpcpp/impl/codegen/server_callback_handlers.h>
-#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
 #include <atomic>
@@ -154,12 +152,3 @@ void grpc_cq_end_op(grpc_completion_queue* cq, void* tag, absl::Status error,
   next(cq, tag, std::move(error), done, done_arg, storage, internal);
 }
 
-// The callback generic service's stream (grpc::CallbackGenericService, which
-// server/reflection_service.h is) is grpcpp header code that only libgrpc++
-// instantiates, so it runs uninstrumented: its reactions' decrements of
-// callbacks_outstanding_ are invisible and the stream's destruction after
-// OnDone looked like a race with its own Finish. Instantiated here, in the
-// executable, whose symbols come first: libgrpc++ uses this instrumented copy
-// (as it already does for the CallOpSets other ferry code instantiates).
-// (Its nested stream class comes with it.)
-template class grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>;

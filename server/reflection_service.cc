@@ -5,6 +5,7 @@
 #include <google/protobuf/message.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/impl/codegen/server_callback_handlers.h>
 #include <grpcpp/impl/server_builder_option.h>
 
 #include <algorithm>
@@ -19,6 +20,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/common/log.h"
+
+// The callback generic service's stream handler is grpcpp header code that
+// otherwise only libgrpc++ instantiates, uninstrumented under ThreadSanitizer:
+// its reactions' decrements of callbacks_outstanding_ were invisible, and the
+// stream's destruction after OnDone looked like a race with its own Finish.
+// Instantiated here, it is compiled with ferry's flags, and libgrpc++ uses
+// this copy (its weak symbols resolve to the first definition loaded, as they
+// already do for the CallOpSets ferry's generated code instantiates). The
+// code is gRPC's own either way. Not in bazel/tsan_grpc_handoffs.cc: that is
+// linked into every binary, most of which do not link gRPC.
+template class grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>;
 
 namespace ferry {
 namespace {
