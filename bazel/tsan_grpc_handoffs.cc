@@ -151,4 +151,3 @@ void grpc_cq_end_op(grpc_completion_queue* cq, void* tag, absl::Status error,
   Release(tag);
   next(cq, tag, std::move(error), done, done_arg, storage, internal);
 }
-
