@@ -117,7 +117,12 @@ bool Engine::ApplyResultLocked(int64_t stream_id, StreamTable::Entry& stream,
       ++counters_.acked;
       queues_.ReleaseLane(queued);
       FinishLocked(queued);
-      event_pool_.Recycle(std::move(queued.event));
+      {
+        // Kept while the budget has room for it: the consumer refills that
+        // room, and each record it reads needs an Event (event_pool.h).
+        const IntakeBudget::Headroom room = budget_.Room(delayed_.size());
+        event_pool_.Recycle(std::move(queued.event), EventPool::Limit{room.events, room.bytes});
+      }
       break;
     case ResultOutcome::kRetry:
       RetryOrFailLocked(std::move(queued), result.retry_after_ms(), ResultError(result, outcome));

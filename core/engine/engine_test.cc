@@ -321,6 +321,47 @@ TEST_F(EngineTest, AckedEventsComeBackAsSparesAndTravelAgainLikeNewOnes) {
   EXPECT_EQ(engine_->Snapshot().in_flight, 5);
 }
 
+// Between the budget's low and high marks the engine finishes up to half its
+// budget of events before the consumer reads again, and the records read
+// then need as many Events: every one acked comes back as a spare, not only
+// a fixed few thousand (event_pool.h).
+class EnginePoolTest : public EngineTest {
+ protected:
+  static constexpr int kBudget = 10000;
+  static Config PoolConfig() {
+    Config config = EngineTestConfig();
+    config.max_buffered_events = kBudget;
+    config.lane_capacity = kBudget;
+    return config;
+  }
+  EnginePoolTest() : EngineTest(PoolConfig()) {}
+
+  static std::vector<Engine::SubmitItem> Records(int64_t first, int count) {
+    std::vector<Engine::SubmitItem> items;
+    for (int64_t offset = first; offset < first + count; ++offset) {
+      items.push_back(SubmitItemOf(MakeEvent(0, offset, "k" + std::to_string(offset)), 1));
+    }
+    return items;
+  }
+};
+
+TEST_F(EnginePoolTest, EveryEventAckedWhileTheBudgetHasRoomComesBackAsASpare) {
+  FakeWorkerStream stream("s");
+  // Credit for every event (the results below return none).
+  const int64_t id = Connect(*engine_, stream, 2 * kBudget);
+  std::vector<Engine::SubmitItem> first = Records(0, kBudget);
+  engine_->SubmitBatch(first);
+  while (engine_->Buffered() > 0) {
+    std::vector<v1::Event> sent = stream.TakeHeld();
+    ASSERT_FALSE(sent.empty());
+    for (const v1::Event& event : sent) engine_->OnResults(id, ResultFor(event.id(), v1::Result::OK));
+  }
+  std::vector<std::unique_ptr<v1::Event>> spares;
+  std::vector<Engine::SubmitItem> second = Records(kBudget, kBudget);
+  engine_->SubmitBatch(second, &spares);
+  EXPECT_EQ(spares.size(), static_cast<size_t>(kBudget));
+}
+
 TEST_F(EngineTest, RoomIsTheBudgetLeft) {
   EXPECT_EQ(engine_->Room().events, 1000);
   for (int i = 0; i < 10; ++i) engine_->Submit(MakeEvent(0, i, "k"), 5);

@@ -9,6 +9,8 @@
 namespace ferry {
 namespace {
 
+constexpr EventPool::Limit kRoomy{1 << 20, int64_t{1} << 30};
+
 std::unique_ptr<v1::Event> FullEvent(size_t payload_bytes) {
   auto event = std::make_unique<v1::Event>();
   event->set_id(7);
@@ -32,7 +34,7 @@ TEST(EventPoolTest, ARecycledEventComesBackEmptyWithItsPayloadBufferKept) {
   EventPool pool;
   std::unique_ptr<v1::Event> event = FullEvent(200);
   const v1::Event* address = event.get();
-  pool.Recycle(std::move(event));
+  pool.Recycle(std::move(event), kRoomy);
   ASSERT_EQ(pool.size(), 1u);
   std::vector<std::unique_ptr<v1::Event>> taken;
   pool.TakeInto(5, &taken);
@@ -49,25 +51,50 @@ TEST(EventPoolTest, ARecycledEventComesBackEmptyWithItsPayloadBufferKept) {
 
 TEST(EventPoolTest, BigEventsAreFreedNotKept) {
   EventPool pool;
-  pool.Recycle(FullEvent(EventPool::kMaxRetainedBytes));
+  pool.Recycle(FullEvent(EventPool::kMaxRetainedBytes), kRoomy);
   EXPECT_EQ(pool.size(), 0u);
-  pool.Recycle(FullEvent(100));
+  pool.Recycle(FullEvent(100), kRoomy);
   EXPECT_EQ(pool.size(), 1u);
-  pool.Recycle(nullptr);
+  pool.Recycle(nullptr, kRoomy);
   EXPECT_EQ(pool.size(), 1u);
 }
 
-TEST(EventPoolTest, KeepsAtMostMaxEventsAndHandsOutWhatItHas) {
+// The limit is the engine's budget room: the pool never holds more events,
+// or more bytes, than the consumer can still read records into.
+TEST(EventPoolTest, KeepsNoMoreEventsThanTheLimitAndHandsOutWhatItHas) {
   EventPool pool;
-  for (size_t i = 0; i < EventPool::kMaxEvents + 10; ++i) pool.Recycle(FullEvent(10));
-  EXPECT_EQ(pool.size(), EventPool::kMaxEvents);
+  // Far more than the 4,096 a fixed bound kept: what the engine finishes
+  // between the budget's low and high marks (max_buffered_events: 50,000).
+  constexpr size_t kRoom = 25000;
+  for (size_t i = 0; i < kRoom + 10; ++i) {
+    pool.Recycle(FullEvent(10), EventPool::Limit{static_cast<int64_t>(kRoom), int64_t{1} << 30});
+  }
+  EXPECT_EQ(pool.size(), kRoom);
   std::vector<std::unique_ptr<v1::Event>> taken;
   pool.TakeInto(3, &taken);
   EXPECT_EQ(taken.size(), 3u);
-  pool.TakeInto(EventPool::kMaxEvents, &taken);
-  EXPECT_EQ(taken.size(), EventPool::kMaxEvents);
+  pool.TakeInto(kRoom, &taken);
+  EXPECT_EQ(taken.size(), kRoom);
   EXPECT_EQ(pool.size(), 0u);
+  EXPECT_EQ(pool.retained_bytes(), 0);
   for (const auto& event : taken) EXPECT_EQ(event->ByteSizeLong(), 0u);
+}
+
+TEST(EventPoolTest, KeepsNoMoreBytesThanTheLimit) {
+  EventPool pool;
+  const int64_t each = static_cast<int64_t>(EventPool::RetainedBytes(*FullEvent(1000)));
+  const EventPool::Limit limit{1000, 3 * each};
+  for (int i = 0; i < 5; ++i) pool.Recycle(FullEvent(1000), limit);
+  EXPECT_EQ(pool.size(), 3u);
+  EXPECT_EQ(pool.retained_bytes(), 3 * each);
+  // A smaller room (the consumer read records meanwhile) keeps nothing more.
+  pool.Recycle(FullEvent(1), EventPool::Limit{3, int64_t{1} << 30});
+  EXPECT_EQ(pool.size(), 3u);
+  std::vector<std::unique_ptr<v1::Event>> taken;
+  pool.TakeInto(1, &taken);
+  EXPECT_EQ(pool.retained_bytes(), 2 * each);
+  pool.Recycle(std::move(taken[0]), limit);
+  EXPECT_EQ(pool.size(), 3u);
 }
 
 }  // namespace
