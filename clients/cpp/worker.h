@@ -22,6 +22,12 @@
 // process-wide setting alone; a worker's main() may turn it off, as the
 // example and benchmark workers do:
 //   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+// Link a thread-caching malloc into the worker binary (tcmalloc: Bazel
+// `@system//:tcmalloc`, or -ltcmalloc_minimal): each message is parsed on a
+// gRPC thread and its event buffers are freed on a handler thread, which
+// glibc's malloc serves slowly; tcmalloc cut the benchmark worker's CPU per
+// event by about a seventh (bench/RESULTS.md). The SDK does not link it
+// itself: the allocator is the binary's choice.
 //
 // TLS: set opts.tls.cert_file / key_file (and client_ca_file to require ferry
 // to present a client certificate); ferry's processor then needs `tls:`.
