@@ -27,6 +27,7 @@ RUN apt-get update \
       libre2-9 \
       libssl3 \
       libstdc++6 \
+      libtcmalloc-minimal4 \
       zlib1g \
  && rm -rf /var/lib/apt/lists/*
 RUN groupadd --gid 10001 worker \
