@@ -10,6 +10,7 @@
 //
 //   bench_worker --listen 127.0.0.1:0 --port_file F --stats F
 //                [--max_in_flight 256] [--handler_threads 2] [--work_us 0]
+//                [--inline_handlers=true]
 //
 // --stats is rewritten (atomically) every --stats_interval_ms and on exit:
 //   {"events":N,"first_wall_us":..,"last_wall_us":..,"cpu_s":..,
@@ -44,6 +45,9 @@ ABSL_FLAG(int64_t, stats_interval_ms, 200, "How often --stats is rewritten.");
 ABSL_FLAG(int, max_in_flight, 256, "Credit per stream.");
 ABSL_FLAG(int, handler_threads, 2, "Threads running the handler.");
 ABSL_FLAG(int64_t, work_us, 0, "Sleep per event, microseconds (a slow worker).");
+ABSL_FLAG(bool, inline_handlers, true,
+          "WorkerOptions::inline_handlers: the no-op handler never blocks, so it runs on "
+          "gRPC's thread; off with --work_us (a sleeping handler must not hold gRPC's threads).");
 ABSL_FLAG(std::string, slow_log, "",
           "If set, append \"<handler wall us>\t<append latency us>\t<partition>\t<offset>\" for "
           "kind 'T' events slower than --slow_us (to see when latency spikes happen).");
@@ -123,6 +127,7 @@ int main(int argc, char** argv) {
   options.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
   options.handler_threads = absl::GetFlag(FLAGS_handler_threads);
   const int64_t work_us = absl::GetFlag(FLAGS_work_us);
+  options.inline_handlers = absl::GetFlag(FLAGS_inline_handlers) && work_us == 0;
   auto worker = ferry::sdk::Worker::Create(
       options, [work_us](const ferry::v1::Event& event) { return Handle(event, work_us); });
   if (!worker.ok()) {

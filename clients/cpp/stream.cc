@@ -101,6 +101,14 @@ void Stream::OnReadDone(bool ok) {
     if (!finished_ && !ending_) StartRead(reading_->request());
   }
   if (work == nullptr) return;
+  if (core_->options.inline_handlers) {
+    // The reference keeps `this` while Work runs: the last unit's result may
+    // let the stream finish, and OnDone drop gRPC's, before Work returns.
+    Ref();
+    Work(work);
+    Unref();
+    return;
+  }
   // One pool task per handler thread (at most one per unit), each taking
   // the message's next unit until none is left: one pool lock and wake-up
   // per thread, not per event, and a slow event holds up only its thread.

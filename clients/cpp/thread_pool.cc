@@ -7,6 +7,12 @@
 
 namespace ferry::sdk::internal {
 
+namespace {
+thread_local bool on_pool_thread = false;
+}  // namespace
+
+bool ThreadPool::OnPoolThread() { return on_pool_thread; }
+
 ThreadPool::ThreadPool(int threads) {
   absl::MutexLock l(&mu_);
   threads_.reserve(threads);
@@ -31,6 +37,7 @@ void ThreadPool::Stop() {
 }
 
 void ThreadPool::Loop() {
+  on_pool_thread = true;
   for (;;) {
     std::function<void()> task;
     {

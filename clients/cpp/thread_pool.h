@@ -27,6 +27,9 @@ class ThreadPool {
 
   void Stop();
 
+  // True on a thread of any ThreadPool (tests tell where a handler ran).
+  static bool OnPoolThread();
+
  private:
   void Loop();
 

@@ -34,7 +34,8 @@
 //
 // Threading contract
 //   * Sync handlers (Handler) run on the SDK's pool of
-//     WorkerOptions::handler_threads threads, never on gRPC threads. Several
+//     WorkerOptions::handler_threads threads, never on gRPC threads (unless
+//     WorkerOptions::inline_handlers is set, for handlers that never block). Several
 //     events may run concurrently (also events of one stream message), so a
 //     handler must be thread-safe. ferry guarantees per-key ordering by not
 //     sending the next event of a key before the previous one's result, or
@@ -135,6 +136,15 @@ struct WorkerOptions {
   int max_in_flight = 64;
   // Threads running handlers (shared by all streams).
   int handler_threads = 4;
+  // Run handlers on the gRPC thread that read their message instead of
+  // handing the message to the handler_threads pool. Only for handlers that
+  // never block (no I/O, no waiting on locks or other threads): gRPC has few
+  // such threads (two on small machines) and a handler blocking one of them
+  // holds up reads and writes of every stream. What it saves is a thread
+  // hand-off and a wake-up per message; a message's units then run one
+  // after another on that thread, and an async handler's continuations still
+  // run on the pool.
+  bool inline_handlers = false;
   // The most results put into one Results message.
   int max_results_batch = 256;
   // The most events of one ordering lane ferry may send as a run (see

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
@@ -150,12 +151,14 @@ TEST(WorkerRunsTest, MembersRunInMessageOrderOneAtATime) {
   worker->Shutdown(absl::Seconds(1));
 }
 
-class EndsRunTest : public ::testing::TestWithParam<std::string> {};
+// (how the run ends, inline_handlers)
+class EndsRunTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(EndsRunTest, LaterMembersAreNotAttempted) {
   Journal journal;
   WorkerOptions opts = Options(32);
   opts.handler_threads = 3;
+  opts.inline_handlers = std::get<1>(GetParam());
   auto worker = StartWorker(opts, [&](const Event& e) {
     journal.Start(e);
     journal.End(e);
@@ -164,7 +167,7 @@ TEST_P(EndsRunTest, LaterMembersAreNotAttempted) {
   ASSERT_NE(worker, nullptr);
   Client client(worker->port());
   client.ReadReady();
-  const std::string how = GetParam();
+  const std::string how = std::get<0>(GetParam());
   // Run 5: 1, 2, 3 (ends badly), 4, 6; the independent 7 fails alone and
   // ends nothing; run 8 is unaffected.
   ASSERT_TRUE(Send(client, {{1, 5}, {2, 5}, {3, 5, how}, {4, 5}, {7, 0, how}, {6, 5}, {10, 8},
@@ -191,7 +194,9 @@ TEST_P(EndsRunTest, LaterMembersAreNotAttempted) {
   worker->Shutdown(absl::Seconds(1));
 }
 
-INSTANTIATE_TEST_SUITE_P(Outcomes, EndsRunTest, ::testing::Values("retry", "fail", "throw"));
+INSTANTIATE_TEST_SUITE_P(Outcomes, EndsRunTest,
+                         ::testing::Combine(::testing::Values("retry", "fail", "throw"),
+                                            ::testing::Bool()));
 
 TEST(WorkerRunsTest, WithRunsOffRunIdsAreStillHonoured) {
   // A ferry should not send runs to a worker that did not ask; if one does,

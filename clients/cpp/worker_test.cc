@@ -24,6 +24,7 @@
 #include "ferry/v1/processor.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "clients/cpp/thread_pool.h"
 #include "clients/cpp/worker_test_support.h"
 
 namespace ferry::sdk {
@@ -274,7 +275,37 @@ TEST(WorkerTest, CreditViolationIsCountedAndStillProcessed) {
   worker->Shutdown(absl::Seconds(1));
 }
 
-TEST(WorkerTest, AsyncHandler) {
+// Where a sync handler runs: on the pool, or with inline_handlers on gRPC's
+// thread that read the message. Either way every event is answered.
+class WhereHandlersRunTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(WhereHandlersRunTest, OnThePoolUnlessInline) {
+  const bool inline_handlers = GetParam();
+  std::atomic<int> on_pool{0};
+  std::atomic<int> off_pool{0};
+  WorkerOptions opts = Options(16);
+  opts.inline_handlers = inline_handlers;
+  auto worker = StartWorker(opts, [&](const Event&) {
+    ++(ferry::sdk::internal::ThreadPool::OnPoolThread() ? on_pool : off_pool);
+    return Outcome::Ok();
+  });
+  ASSERT_NE(worker, nullptr);
+  Client client(worker->port(), grpc::InsecureChannelCredentials(), /*results_credit=*/true);
+  client.ReadReady();
+  ASSERT_TRUE(client.SendEvents({1, 2, 3}));
+  ASSERT_TRUE(client.SendEvents({4, 5, 6}));
+  ASSERT_TRUE(client.ReadCredit(6));
+  EXPECT_THAT(client.ResultIds(), UnorderedElementsAre(1u, 2u, 3u, 4u, 5u, 6u));
+  EXPECT_EQ(on_pool.load(), inline_handlers ? 0 : 6);
+  EXPECT_EQ(off_pool.load(), inline_handlers ? 6 : 0);
+  worker->Shutdown(absl::Seconds(1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Inline, WhereHandlersRunTest, ::testing::Bool());
+
+class AsyncHandlerTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AsyncHandlerTest, DoneFromAnyThreadOnceAndDroppedDoneFails) {
   absl::Mutex mu;
   std::vector<std::thread> threads;
   AsyncHandler handler = [&](const Event& e, std::function<void(Outcome)> done) {
@@ -290,7 +321,9 @@ TEST(WorkerTest, AsyncHandler) {
       }
     });
   };
-  auto worker = StartWorker(Options(4), handler);
+  WorkerOptions opts = Options(4);
+  opts.inline_handlers = GetParam();
+  auto worker = StartWorker(opts, handler);
   ASSERT_NE(worker, nullptr);
   Client client(worker->port());
   client.ReadReady();
@@ -307,6 +340,8 @@ TEST(WorkerTest, AsyncHandler) {
   absl::MutexLock l(&mu);
   for (std::thread& t : threads) t.join();
 }
+
+INSTANTIATE_TEST_SUITE_P(Inline, AsyncHandlerTest, ::testing::Bool());
 
 TEST(WorkerTest, StreamClosedByFerryDropsResultsSafely) {
   Latch started;
