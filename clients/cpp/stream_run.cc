@@ -190,8 +190,9 @@ void Stream::RunUnit(const std::shared_ptr<MessageWork>& work, size_t u, size_t 
       NotAttempted(*work, u, k + 1, out);
       return;
     }
-    // What finished goes out before a handler that may be slow.
-    if (!out->empty()) Flush(out);
+    // What finished goes out before a handler that may be slow; inline
+    // handlers never block, so a message's results go out together.
+    if (!out->empty() && !core_->options.inline_handlers) Flush(out);
     if (core_->handler) {
       Outcome outcome = Outcome::Ok();
       try {

@@ -141,8 +141,9 @@ struct WorkerOptions {
   // never block (no I/O, no waiting on locks or other threads): gRPC has few
   // such threads (two on small machines) and a handler blocking one of them
   // holds up reads and writes of every stream. What it saves is a thread
-  // hand-off and a wake-up per message; a message's units then run one
-  // after another on that thread, and an async handler's continuations still
+  // hand-off and a wake-up per message. A message's events then run one
+  // after another on that thread and their results go out together, in one
+  // Results after the last of them; an async handler's continuations still
   // run on the pool.
   bool inline_handlers = false;
   // The most results put into one Results message.

@@ -303,6 +303,22 @@ TEST_P(WhereHandlersRunTest, OnThePoolUnlessInline) {
 
 INSTANTIATE_TEST_SUITE_P(Inline, WhereHandlersRunTest, ::testing::Bool());
 
+TEST(WorkerTest, InlineHandlersAnswerAMessageInOneResults) {
+  // Inline handlers never block, so nothing is gained by sending a result
+  // before the next handler of the message runs: one Results per message.
+  WorkerOptions opts = Options(16);
+  opts.inline_handlers = true;
+  auto worker = StartWorker(opts, [](const Event&) { return Outcome::Ok(); });
+  ASSERT_NE(worker, nullptr);
+  Client client(worker->port(), grpc::InsecureChannelCredentials(), /*results_credit=*/true);
+  client.ReadReady();
+  ASSERT_TRUE(client.SendEvents({1, 2, 3, 4, 5}));
+  ASSERT_TRUE(client.ReadCredit(5));
+  EXPECT_THAT(client.ResultIds(), UnorderedElementsAre(1u, 2u, 3u, 4u, 5u));
+  EXPECT_EQ(client.results_messages, 1);
+  worker->Shutdown(absl::Seconds(1));
+}
+
 class AsyncHandlerTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(AsyncHandlerTest, DoneFromAnyThreadOnceAndDroppedDoneFails) {
