@@ -10,6 +10,7 @@
 #include "core/common/log.h"
 #include "core/common/worker_text.h"
 #include "core/engine/engine_stats.h"
+#include "core/engine/event_prefetch.h"
 #include "core/engine/events_wire.h"
 
 namespace ferry {
@@ -144,7 +145,17 @@ void Engine::SubmitBatch(std::vector<SubmitItem>& items,
   SendingLock lock(this);
   const absl::Time now = clock_->Now();
   SubmitMemo memo;
-  for (SubmitItem& item : items) {
+  // A round is up to ~1k records, decoded one by one before this: its first
+  // Events left the cache while the last were decoded. Each record's
+  // submission reads its Event and all its string objects (lookup, route,
+  // wire size), so they are asked for a few records ahead (event_prefetch.h).
+  constexpr size_t kEventAhead = 6;
+  constexpr size_t kStringsAhead = 3;
+  const size_t n = items.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kEventAhead < n) PrefetchEvent(*items[i + kEventAhead].event);
+    if (i + kStringsAhead < n) PrefetchEventStrings(*items[i + kStringsAhead].event);
+    SubmitItem& item = items[i];
     SubmitLocked(std::move(item.event), item.bytes, std::move(item.record_key), now, memo);
   }
   FlushSubmitMemo(memo);

@@ -20,14 +20,14 @@ void EventPool::Recycle(std::unique_ptr<v1::Event> event, Limit limit) {
   google::protobuf::RepeatedPtrField<v1::Header>().Swap(event->mutable_headers());
   event->Clear();  // keeps the strings' capacities, so `bytes` still holds
   retained_bytes_ += static_cast<int64_t>(bytes);
-  events_.push_back(std::move(event));
+  events_.push_back(Kept{std::move(event), static_cast<int64_t>(bytes)});
 }
 
 void EventPool::TakeInto(size_t count, std::vector<std::unique_ptr<v1::Event>>* out) {
   const size_t taken = std::min(count, events_.size());
   for (size_t i = 0; i < taken; ++i) {
-    retained_bytes_ -= static_cast<int64_t>(RetainedBytes(*events_.back()));
-    out->push_back(std::move(events_.back()));
+    retained_bytes_ -= events_.back().bytes;
+    out->push_back(std::move(events_.back().event));
     events_.pop_back();
   }
 }

@@ -57,7 +57,14 @@ class EventPool {
   static size_t RetainedBytes(const v1::Event& event);
 
  private:
-  std::vector<std::unique_ptr<v1::Event>> events_;
+  struct Kept {
+    std::unique_ptr<v1::Event> event;
+    // Its RetainedBytes, counted once in Recycle: TakeInto runs on the poll
+    // thread, where the Event's strings are cold and reading their
+    // capacities again would wait on a miss per string.
+    int64_t bytes = 0;
+  };
+  std::vector<Kept> events_;
   int64_t retained_bytes_ = 0;
 };
 

@@ -15,6 +15,7 @@
 #include "core/common/clock.h"
 #include "core/common/kafka_status.h"
 #include "core/common/log.h"
+#include "core/engine/event_prefetch.h"
 #include "core/kafka/command_applier.h"
 #include "core/kafka/commit_queue.h"
 #include "core/kafka/flow_control.h"
@@ -339,6 +340,7 @@ void KafkaConsumer::HandleMessage(const rd_kafka_message_t& message) {
   if (spare_events_.empty()) {
     item.event = std::make_unique<v1::Event>();
   } else {
+    PrefetchSpares();
     item.event = std::move(spare_events_.back());
     spare_events_.pop_back();
   }
@@ -352,6 +354,22 @@ void KafkaConsumer::HandleMessage(const rd_kafka_message_t& message) {
   item.bytes = bytes;
   item.record_key = std::move(record.key);
   batch_bytes_ += bytes;
+}
+
+void KafkaConsumer::PrefetchSpares() const {
+  // Spares are taken from the back. A spare's Event went cold while it was
+  // out at a worker, and decoding into it waits on three dependent misses
+  // (the Event, its string objects, their bytes). Asked for a few records
+  // ahead, level by level, they overlap with decoding the records between.
+  constexpr size_t kEventAhead = 6;
+  constexpr size_t kStringsAhead = 3;
+  constexpr size_t kBytesAhead = 1;
+  const size_t n = spare_events_.size();
+  if (n > kEventAhead) PrefetchEvent(*spare_events_[n - 1 - kEventAhead]);
+  if (n > kStringsAhead) PrefetchEventStrings(*spare_events_[n - 1 - kStringsAhead]);
+  // Decoding clears each string (writing its first byte) and swaps the
+  // payload's buffer into record_, where the next record is copied.
+  if (n > kBytesAhead) PrefetchEventBytes(*spare_events_[n - 1 - kBytesAhead], 1);
 }
 
 void KafkaConsumer::FlushBatch() {

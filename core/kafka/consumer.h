@@ -113,6 +113,8 @@ class KafkaConsumer final : public OffsetCommitter {
   // Adds a record to batch_ (a poison record flushes batch_ first and goes
   // to the engine at once, so records keep their order).
   void HandleMessage(const rd_kafka_message_t& message);
+  // Asks the CPU for the spare Events the next few records decode into.
+  void PrefetchSpares() const;
   // Hands batch_ to the engine (one lock, one dispatch).
   void FlushBatch();
   // Holds and commands when the engine's blocks or the control log changed,
