@@ -3,6 +3,7 @@
 // runs the Server (server/server.h; startup and shutdown orders in
 // server/README.md).
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -54,7 +55,22 @@ absl::StatusOr<Config> LoadConfig() {
   return config;
 }
 
+// gRPC reads these when it first initializes, so before any gRPC object.
+// ferry's worker streams are polled by its own completion loops
+// (server/workers/completion_loop.h). With gRPC's "poll" engine each
+// completion queue polls only the sockets of its own calls, so the Control
+// server's callback threads never pick up a worker stream's reads and hand
+// them over: that hand-off cost a futex wake-up and a context switch per
+// message (bench/RESULTS.md, stop 35). A channel with no call yet (connecting)
+// is then polled by gRPC's backup poller, every 50 ms here instead of every
+// 5 s, so a worker is connected to at once. An operator's own setting wins.
+void ConfigureGrpcPolling() {
+  setenv("GRPC_POLL_STRATEGY", "poll", /*overwrite=*/0);
+  setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", /*overwrite=*/0);
+}
+
 int Run(int argc, char** argv) {
+  ConfigureGrpcPolling();
   // Before any thread starts: every thread inherits the blocked mask.
   ShutdownSignals signals;
   // Debian's abseil has no NDEBUG: deadlock-cycle detection would cost ~60ns a

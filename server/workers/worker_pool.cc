@@ -1,8 +1,6 @@
 #include "server/workers/worker_pool.h"
 
 #include <algorithm>
-#include <atomic>
-#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,11 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/common/backoff.h"
 #include "core/common/log.h"
-#include "core/engine/events_wire.h"
-#include "core/engine/worker_stream.h"
-#include "core/common/worker_text.h"
 #include "ferry/v1/processor.grpc.pb.h"
-#include "google/protobuf/arena.h"
 #include "server/workers/tls_credentials.h"
 
 namespace ferry {
@@ -31,10 +25,6 @@ constexpr absl::Duration kChannelSettleTime = absl::Milliseconds(50);
 constexpr absl::Duration kFailureLogInterval = absl::Seconds(30);
 // Bounds a connection probe (it normally fails at once) and so Stop().
 constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
-// Call metadata telling workers they may carry credit in Results
-// (proto/ferry/v1/processor.proto); the C++ SDK looks for it.
-constexpr char kResultsCreditHeader[] = "ferry-results-credit";
-constexpr char kProcessMethod[] = "/ferry.v1.Processor/Process";
 
 absl::Duration BackoffFor(int failures) {
   // Jitter so reconnecting streams spread out (core/common/backoff.h).
@@ -42,275 +32,7 @@ absl::Duration BackoffFor(int failures) {
   return JitteredBackoff({kInitialBackoff, kMaxBackoff}, failures, random);
 }
 
-// The first block of a stream's parse arena: a Results message of a few
-// hundred results fits; a bigger one takes more blocks until the next reset.
-constexpr size_t kParseBlockBytes = 16 * 1024;
-
-google::protobuf::ArenaOptions ParseArenaOptions(char* block) {
-  google::protobuf::ArenaOptions options;
-  options.initial_block = block;
-  options.initial_block_size = kParseBlockBytes;
-  return options;
-}
-
 }  // namespace
-
-// One Process stream. Lifetime: created by OpenLocked, deleted in OnDone.
-// A hold keeps the RPC alive until reading has ended, so no write is ever
-// started on a finished call.
-//
-// Requests go out as bytes (grpc::ByteBuffer): the engine hands over Events
-// already serialized (core/engine/worker_stream.h), so the stream only puts the
-// ProcessRequest framing in front. Responses come in as bytes too and are
-// parsed here: gRPC's own parse failure would only end the read (the call
-// left open, the events on it stranded), while here it is a protocol error
-// that resets the stream.
-class WorkerPool::StreamReactor final
-    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
-      public WorkerStream {
- public:
-  StreamReactor(WorkerPool* pool, Slot* slot, ProcessStub* stub, std::string name)
-      : pool_(pool), slot_(slot), name_(std::move(name)) {
-    stream_id_ = pool_->engine_->AddStream(slot->processor, this);
-    // Tells the worker it may fold its Credit into Results (processor.proto).
-    context_.AddMetadata(kResultsCreditHeader, "1");
-    stub->PrepareBidiStreamingCall(&context_, kProcessMethod, grpc::StubOptions(), this);
-    AddHold();
-    StartRead(&read_buffer_);
-  }
-
-  // Starts the RPC. Called without the pool's lock: gRPC may run callbacks
-  // inline, and OnDone takes that lock.
-  void Begin() { StartCall(); }
-
-  // WorkerStream (from the engine's sender, after its mutex is released:
-  // never block, never call the engine).
-  void SendEvents(EventsWire events) override {
-    Pending pending;
-    pending.events = true;
-    pending.count = events.count;
-    pending.alone = events.alone;
-    pending.bytes = std::move(events.bytes);
-    Enqueue(std::move(pending));
-  }
-  void SendCancel(std::vector<uint64_t> ids) override {
-    v1::ProcessRequest request;
-    for (uint64_t id : ids) request.mutable_cancel()->add_ids(id);
-    Pending pending;
-    pending.bytes = request.SerializeAsString();
-    Enqueue(std::move(pending));
-  }
-  std::string Describe() const override {
-    absl::MutexLock lock(&mu_);
-    return worker_name_.empty() ? name_ : absl::StrCat(name_, " (", worker_name_, ")");
-  }
-
-  void Close() { context_.TryCancel(); }
-
-  // Set (lock-free) by the engine on a protocol error; the pool's loop
-  // closes the stream and opens a new one.
-  void RequestReset() { reset_requested_ = true; }
-  bool reset_requested() const { return reset_requested_; }
-
-  // gRPC callbacks.
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      // Reading ended: the worker finished or closed its side, or the
-      // transport failed. Cancel the call so OnDone runs now and the events
-      // in flight on it are redelivered, rather than waiting for a status
-      // that may never come while ferry still counts on the stream.
-      context_.TryCancel();
-      EndReading();
-      return;
-    }
-    const size_t size = read_buffer_.Length();
-    // The previous response is done with: its memory is reused.
-    parse_arena_.Reset();
-    auto* response = google::protobuf::Arena::CreateMessage<v1::ProcessResponse>(&parse_arena_);
-    if (!grpc::SerializationTraits<v1::ProcessResponse>::Deserialize(&read_buffer_, response)
-             .ok()) {
-      pool_->engine_->OnProtocolError(
-          stream_id_, absl::StrCat("a message of ", size, " bytes that is not a ProcessResponse"));
-      RequestReset();
-      context_.TryCancel();
-      EndReading();
-      return;
-    }
-    switch (response->kind_case()) {
-      case v1::ProcessResponse::kReady:
-        if (response->ready().max_in_flight() == 0) {
-          LogWarn("workers", name_, ": worker sent Ready with max_in_flight=0; it gets no events"
-                  " until it grants Credit");
-        }
-        {
-          absl::MutexLock lock(&mu_);
-          if (!ready_) worker_name_ = SanitizeWorkerName(response->ready().worker_name());
-          ready_ = true;
-        }
-        pool_->engine_->OnReady(stream_id_, response->ready().max_in_flight(),
-                                response->ready().worker_name(), response->ready().max_run());
-        break;
-      case v1::ProcessResponse::kCredit:
-        pool_->engine_->OnCredit(stream_id_, response->credit().n());
-        break;
-      case v1::ProcessResponse::kResults:
-        pool_->engine_->OnResults(stream_id_, response->results());
-        break;
-      default: {
-        // Perhaps a kind from a newer protocol: ignored, but a worker can
-        // send these in a loop, so the line is rate-limited.
-        int64_t suppressed = 0;
-        if (pool_->AllowMessageLog(&suppressed)) {
-          LogWarn("workers", name_, ": ignoring an empty ProcessResponse",
-                  suppressed > 0 ? absl::StrCat(" (", suppressed, " similar lines suppressed)")
-                                 : "");
-        }
-        break;
-      }
-    }
-    StartRead(&read_buffer_);
-  }
-
-  void OnWriteDone(bool ok) override {
-    const grpc::ByteBuffer* next = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      writing_ = false;
-      if (!ok) {
-        closed_ = true;  // the read side ends too and releases the hold
-        pending_.clear();
-        return;
-      }
-      pending_.pop_front();
-      next = NextWriteLocked();
-    }
-    if (next != nullptr) StartWrite(next);
-  }
-
-  void OnDone(const grpc::Status& status) override {
-    // The status message comes from the worker: sanitized before any log.
-    const bool clean = status.ok() || status.error_code() == grpc::StatusCode::CANCELLED;
-    const std::string why =
-        clean ? std::string("stream closed")
-              : absl::StrCat("stream ended: ", SanitizeWorkerMessage(status.error_message()),
-                             " (code ", static_cast<int>(status.error_code()), ")");
-    // Give the engine back this stream's in-flight events first: after this
-    // call it never touches `this` again.
-    pool_->engine_->OnStreamClosed(stream_id_, why);
-    bool was_ready;
-    {
-      absl::MutexLock lock(&mu_);
-      was_ready = ready_;
-    }
-    StreamEnd end = StreamEnd::kError;
-    if (reset_requested_) {
-      end = StreamEnd::kProtocolError;
-    } else if (clean) {
-      end = StreamEnd::kClosed;
-    }
-    if (clean) {
-      LogInfo("workers", name_, ": ", why);
-    } else {
-      LogWarn("workers", name_, ": ", why);
-    }
-    // The pool deletes this reactor later (never while Stop may still be
-    // closing it).
-    pool_->OnStreamDone(slot_, was_ready, end, this);
-  }
-
- private:
-  // One queued request: an Events message's bytes (the engine's EventsWire,
-  // to be framed as ProcessRequest.events) or a whole serialized
-  // ProcessRequest (a Cancel).
-  struct Pending {
-    bool events = false;
-    bool alone = false;  // EventsWire::alone: never coalesced
-    int count = 0;
-    std::string bytes;
-    grpc::ByteBuffer buffer;  // what is written, made when its turn comes
-  };
-
-  // StartWrite is called outside mu_ (gRPC may run OnWriteDone inline). The
-  // front element stays put while writing_: deque push_back keeps references.
-  void Enqueue(Pending request) {
-    const grpc::ByteBuffer* next = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      if (closed_) return;  // OnStreamClosed re-queues these events
-      // While a write is in flight, events join the last queued (not yet
-      // written) Events message up to the processor's max_batch: no write
-      // is delayed, and small dispatches coalesce instead of each paying for
-      // its own message. Two Events messages' bytes back to back are one
-      // Events message.
-      if (writing_ && pending_.size() >= 2 && request.events && pending_.back().events &&
-          !request.alone && !pending_.back().alone) {
-        const ProcessorConfig& processor = pool_->config_.processors[slot_->processor];
-        Pending& queued = pending_.back();
-        if (queued.count + request.count <= processor.max_batch &&
-            static_cast<int64_t>(queued.bytes.size() + request.bytes.size()) <=
-                processor.max_batch_bytes) {
-          queued.bytes.append(request.bytes);
-          queued.count += request.count;
-          return;
-        }
-      }
-      pending_.push_back(std::move(request));
-      next = NextWriteLocked();
-    }
-    if (next != nullptr) StartWrite(next);
-  }
-  const grpc::ByteBuffer* NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || pending_.empty() || closed_) return nullptr;
-    writing_ = true;
-    Pending& front = pending_.front();
-    front.buffer = Frame(front);
-    return &front.buffer;
-  }
-  // The bytes to write: a Cancel as is; Events behind the ProcessRequest
-  // field header (field 1, length-delimited). The body is handed to gRPC
-  // without a copy.
-  static grpc::ByteBuffer Frame(Pending& pending) {
-    auto* body = new std::string(std::move(pending.bytes));
-    grpc::Slice slices[2];
-    size_t count = 0;
-    if (pending.events) {
-      uint8_t header[kEventFraming];  // ProcessRequest.events: field 1, length-delimited
-      const uint8_t* end = WriteField1Header(body->size(), header);
-      slices[count++] = grpc::Slice(header, static_cast<size_t>(end - header));
-    }
-    slices[count++] = grpc::Slice(
-        body->data(), body->size(), [](void* owned) { delete static_cast<std::string*>(owned); },
-        body);
-    return grpc::ByteBuffer(slices, count);
-  }
-  void EndReading() {
-    {
-      absl::MutexLock lock(&mu_);
-      closed_ = true;
-    }
-    RemoveHold();
-  }
-
-  WorkerPool* const pool_;
-  Slot* const slot_;
-  std::atomic<bool> reset_requested_{false};
-  const std::string name_;
-  int64_t stream_id_ = 0;
-  grpc::ClientContext context_;
-  grpc::ByteBuffer read_buffer_;
-  // Responses are parsed on an arena reset before each one: a Results
-  // message's Result objects are bump-allocated and dropped together instead
-  // of allocated and freed one by one. Its first block is kept across resets.
-  std::unique_ptr<char[]> parse_block_ = std::make_unique<char[]>(kParseBlockBytes);
-  google::protobuf::Arena parse_arena_{ParseArenaOptions(parse_block_.get())};
-  mutable absl::Mutex mu_;
-  // Bounded: the engine never sends more events than the worker's credit.
-  std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool ready_ ABSL_GUARDED_BY(mu_) = false;
-  std::string worker_name_ ABSL_GUARDED_BY(mu_);
-};
 
 absl::StatusOr<std::unique_ptr<WorkerPool>> WorkerPool::Create(const Config& config,
                                                                Engine* engine,
@@ -349,7 +71,14 @@ void WorkerPool::Start() {
   started_ = true;
   // Called with the engine's mutex held: only sets a flag.
   engine_->SetStreamResetter(
-      [](WorkerStream* stream) { static_cast<StreamReactor*>(stream)->RequestReset(); });
+      [](WorkerStream* stream) { static_cast<ProcessStream*>(stream)->RequestReset(); });
+  // One loop per four cores: a loop's thread polls its streams' sockets and
+  // runs their completions, results included.
+  const int loops = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / 4, 1, 8);
+  for (int i = 0; i < loops; ++i) {
+    loops_.push_back(std::make_unique<CompletionLoop>(absl::StrCat("ferry-streams-", i)));
+    loops_.back()->Start();
+  }
   for (size_t p = 0; p < config_.processors.size(); ++p) {
     const ProcessorConfig& processor = config_.processors[p];
     grpc::ChannelArguments arguments;
@@ -398,22 +127,32 @@ void WorkerPool::Start() {
   reconnect_thread_ = std::thread([this] { ReconnectLoop(); });
 }
 
-WorkerPool::StreamReactor* WorkerPool::OpenLocked(Slot& slot) {
+ProcessStream* WorkerPool::OpenLocked(Slot& slot) {
   const ProcessorConfig& processor = config_.processors[slot.processor];
   ++open_streams_;
   slot.reset_sent = false;
   if (stats_ != nullptr) stats_->Opened(slot.processor);
-  slot.reactor = new StreamReactor(this, &slot, stubs_[slot.processor].get(),
-                                   absl::StrCat(processor.name, "#", slot.index));
-  return slot.reactor;
+  ProcessStream::Options options;
+  options.processor = slot.processor;
+  options.name = absl::StrCat(processor.name, "#", slot.index);
+  options.max_batch = processor.max_batch;
+  options.max_batch_bytes = processor.max_batch_bytes;
+  CompletionLoop* loop = loops_[next_loop_++ % loops_.size()].get();
+  slot.stream = new ProcessStream(engine_, this, std::move(options),
+                                  stubs_[slot.processor].get(), loop);
+  return slot.stream;
 }
 
-void WorkerPool::OnStreamDone(Slot* slot, bool was_ready, StreamEnd end,
-                              StreamReactor* reactor) {
+void WorkerPool::OnStreamDone(ProcessStream* stream, bool was_ready, StreamEnd end) {
   absl::MutexLock lock(&mu_);
   --open_streams_;
-  slot->reactor = nullptr;
-  finished_.push_back(reactor);
+  Slot* slot = nullptr;
+  for (auto& candidate : slots_) {
+    if (candidate->stream == stream) slot = candidate.get();
+  }
+  finished_.push_back(stream);
+  if (slot == nullptr) return;  // cannot happen: a slot owns its stream until here
+  slot->stream = nullptr;
   if (stopping_) return;
   if (stats_ != nullptr) stats_->Reset(slot->processor, end);
   // A stream that got as far as Ready was healthy: start the backoff over.
@@ -425,7 +164,7 @@ void WorkerPool::OnStreamDone(Slot* slot, bool was_ready, StreamEnd end,
 }
 
 void WorkerPool::DeleteFinishedLocked() {
-  for (StreamReactor* reactor : finished_) delete reactor;
+  for (ProcessStream* stream : finished_) delete stream;
   finished_.clear();
 }
 
@@ -436,19 +175,19 @@ void WorkerPool::ReconnectLoop() {
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(50));
     if (stopping_) break;
     DeleteFinishedLocked();
-    // Reactors are deleted only by this thread, so the ones collected here
+    // Streams are deleted only by this thread, so the ones collected here
     // stay valid while they are closed outside the lock.
-    std::vector<StreamReactor*> to_reset;
+    std::vector<ProcessStream*> to_reset;
     for (auto& slot : slots_) {
-      if (slot->reactor != nullptr && slot->reactor->reset_requested() &&
+      if (slot->stream != nullptr && slot->stream->reset_requested() &&
           !slot->reset_sent) {
         slot->reset_sent = true;
-        to_reset.push_back(slot->reactor);
+        to_reset.push_back(slot->stream);
       }
     }
     if (!to_reset.empty()) {
       mu_.Unlock();
-      for (StreamReactor* reactor : to_reset) reactor->Close();
+      for (ProcessStream* stream : to_reset) stream->Close();
       mu_.Lock();
     }
     const absl::Time now = absl::Now();
@@ -488,16 +227,16 @@ void WorkerPool::ReconnectLoop() {
       for (int p : to_probe) StartConnectProbe(p);
       mu_.Lock();
     }
-    std::vector<StreamReactor*> opened;
+    std::vector<ProcessStream*> opened;
     for (auto& slot : slots_) {
-      if (slot->reactor == nullptr && slot->reopen_at <= now &&
+      if (slot->stream == nullptr && slot->reopen_at <= now &&
           now - channel_ready_since_[slot->processor] >= kChannelSettleTime) {
         opened.push_back(OpenLocked(*slot));
       }
     }
     if (opened.empty()) continue;
     mu_.Unlock();
-    for (StreamReactor* reactor : opened) reactor->Begin();
+    for (ProcessStream* stream : opened) stream->Begin();
     mu_.Lock();
   }
 }
@@ -510,24 +249,29 @@ void WorkerPool::Stop() {
     stopping_ = true;
   }
   if (reconnect_thread_.joinable()) reconnect_thread_.join();
-  // Only this thread deletes reactors now, so the live ones stay valid while
+  // Only this thread deletes streams now, so the live ones stay valid while
   // they are closed outside the lock.
-  std::vector<StreamReactor*> live;
+  std::vector<ProcessStream*> live;
   {
     absl::MutexLock lock(&mu_);
     for (auto& slot : slots_) {
-      if (slot->reactor != nullptr) live.push_back(slot->reactor);
+      if (slot->stream != nullptr) live.push_back(slot->stream);
     }
   }
-  for (StreamReactor* reactor : live) reactor->Close();
+  for (ProcessStream* stream : live) stream->Close();
   absl::MutexLock lock(&mu_);
   // Probes call back into the pool; each ends within kProbeTimeout.
-  mu_.Await(absl::Condition(
-      +[](WorkerPool* pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool->mu_) {
-        return pool->open_streams_ == 0 && pool->probes_in_flight_ == 0;
-      },
-      this));
-  DeleteFinishedLocked();
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](WorkerPool* pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool->mu_) {
+          return pool->open_streams_ == 0 && pool->probes_in_flight_ == 0;
+        },
+        this));
+    DeleteFinishedLocked();
+  }
+  // Every stream has finished, so no operation is left on the loops.
+  for (auto it = loops_.rbegin(); it != loops_.rend(); ++it) (*it)->Stop();
 }
 
 // A fail-fast call on a channel in TRANSIENT_FAILURE fails at once, with

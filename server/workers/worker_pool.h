@@ -25,8 +25,13 @@
 // connect is logged with gRPC's last connection error (e.g. `Peer name x is
 // not in peer certificate`), when it starts failing and every 30 s after.
 //
-// Threading: Start/Stop from the owner. Stream reactors run on gRPC's callback
-// threads and never block; one internal thread reopens streams after backoff.
+// Each stream (server/workers/process_stream.h) runs on one of the pool's
+// completion loops (server/workers/completion_loop.h): a thread of ferry's
+// that polls the stream's socket and handles its reads and writes, one loop
+// per four cores.
+//
+// Threading: Start/Stop from the owner. Streams run on the loops' threads and
+// never block; one internal thread reopens streams after backoff.
 #ifndef FERRY_SERVER_WORKERS_WORKER_POOL_H_
 #define FERRY_SERVER_WORKERS_WORKER_POOL_H_
 
@@ -46,11 +51,13 @@
 #include "core/engine/engine.h"
 #include "core/common/log.h"
 #include "ferry/v1/processor.grpc.pb.h"
+#include "server/workers/completion_loop.h"
+#include "server/workers/process_stream.h"
 #include "server/workers/worker_pool_stats.h"
 
 namespace ferry {
 
-class WorkerPool {
+class WorkerPool final : private ProcessStream::Listener {
  public:
   // Builds every processor's channel credentials. A processor `tls:` whose
   // files cannot be used is an error naming the key, e.g.
@@ -74,23 +81,22 @@ class WorkerPool {
   int OpenStreams() const;
 
  private:
-  class StreamReactor;
   struct Slot {
     int processor = 0;
     int index = 0;
-    StreamReactor* reactor = nullptr;  // owned by gRPC until OnDone
+    ProcessStream* stream = nullptr;  // owned by the slot until OnStreamDone
     int failures = 0;                  // consecutive, for the backoff
     bool reset_sent = false;           // Close() already called for a reset
     absl::Time reopen_at = absl::InfinitePast();
   };
 
-  // Creates the slot's reactor; the caller Begin()s it after dropping mu_.
-  StreamReactor* OpenLocked(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Called by a reactor from OnDone; the reactor is deleted later.
-  void OnStreamDone(Slot* slot, bool was_ready, StreamEnd end, StreamReactor* reactor);
+  // Creates the slot's stream; the caller Begin()s it after dropping mu_.
+  ProcessStream* OpenLocked(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ProcessStream::Listener. The stream is deleted later, by the reconnect
+  // thread.
+  void OnStreamDone(ProcessStream* stream, bool was_ready, StreamEnd end) override;
+  bool AllowMessageLog(int64_t* suppressed) override;
   void DeleteFinishedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Rate limit of log lines a worker causes per message.
-  bool AllowMessageLog(int64_t* suppressed);
   void ReconnectLoop();
 
   // One per processor; see Create().
@@ -104,15 +110,17 @@ class WorkerPool {
   WorkerPoolStats* const stats_;
   std::vector<std::shared_ptr<grpc::ChannelCredentials>> credentials_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
-  // Processor.Process with requests and responses as bytes (see
-  // StreamReactor).
-  using ProcessStub = grpc::TemplatedGenericStub<grpc::ByteBuffer, grpc::ByteBuffer>;
+  // Processor.Process with requests and responses as bytes.
+  using ProcessStub = ProcessStream::Stub;
   std::vector<std::unique_ptr<ProcessStub>> stubs_;
+  // Started in Start(), stopped last in Stop().
+  std::vector<std::unique_ptr<CompletionLoop>> loops_;
+  size_t next_loop_ ABSL_GUARDED_BY(mu_) = 0;
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int open_streams_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<StreamReactor*> finished_ ABSL_GUARDED_BY(mu_);
+  std::vector<ProcessStream*> finished_ ABSL_GUARDED_BY(mu_);
   // When each processor's channel last became READY (InfiniteFuture: not).
   std::vector<absl::Time> channel_ready_since_ ABSL_GUARDED_BY(mu_);
   // When each processor's channel started failing to connect
