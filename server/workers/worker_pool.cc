@@ -259,7 +259,6 @@ void WorkerPool::Stop() {
     }
   }
   for (ProcessStream* stream : live) stream->Close();
-  absl::MutexLock lock(&mu_);
   // Probes call back into the pool; each ends within kProbeTimeout.
   {
     absl::MutexLock lock(&mu_);
