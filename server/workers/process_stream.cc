@@ -169,6 +169,9 @@ void ProcessStream::OnReadDone(bool ok) {
     EndReading();
   } else {
     absl::MutexLock lock(&mu_);
+    // The first read brought the initial metadata, so the status can be
+    // asked for now (the two may not both wait for it).
+    StartFinishLocked();
     ++operations_;
     call_->Read(&read_buffer_, &read_tag_);
   }
@@ -222,10 +225,22 @@ bool ProcessStream::HandleResponse(size_t size) {
 }
 
 void ProcessStream::EndReading() {
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    pending_.clear();
+    StartFinishLocked();
+  }
+  // After Finish was asked for: a status the worker already sent (say, why
+  // it gave up on the stream) is kept, not replaced by CANCELLED.
   context_.TryCancel();
-  absl::MutexLock lock(&mu_);
-  closed_ = true;
-  pending_.clear();
+}
+
+void ProcessStream::StartFinishLocked() {
+  // Asked for as early as it may be, so the worker's status is received
+  // with its end of the stream, as it arrives.
+  if (finish_started_) return;
+  finish_started_ = true;
   ++operations_;
   call_->Finish(&status_, &finished_tag_);
 }
@@ -242,7 +257,7 @@ void ProcessStream::OperationDone() {
   {
     absl::MutexLock lock(&mu_);
     --operations_;
-    // After Finish no operation starts (closed_), so this is the last.
+    // Once finished no operation starts (closed_), so this is the last.
     if (operations_ > 0 || !finished_) return;
   }
   End();

@@ -113,6 +113,8 @@ class ProcessStream final : public WorkerStream {
   bool HandleResponse(size_t size);
   // Reading has ended: cancels the call and asks for its status.
   void EndReading();
+  // Asks for the call's status, once.
+  void StartFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One operation completed; the last one ends the stream.
   void OperationDone();
   void End();
@@ -144,6 +146,7 @@ class ProcessStream final : public WorkerStream {
   bool writing_ ABSL_GUARDED_BY(mu_) = true;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_started_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   int operations_ ABSL_GUARDED_BY(mu_) = 0;  // started, not yet completed
   std::string worker_name_ ABSL_GUARDED_BY(mu_);
