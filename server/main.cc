@@ -56,14 +56,16 @@ absl::StatusOr<Config> LoadConfig() {
 }
 
 // gRPC reads these when it first initializes, so before any gRPC object.
-// ferry's worker streams are polled by its own completion loops
-// (server/workers/completion_loop.h). With gRPC's "poll" engine each
-// completion queue polls only the sockets of its own calls, so the Control
-// server's callback threads never pick up a worker stream's reads and hand
-// them over: that hand-off cost a futex wake-up and a context switch per
-// message (bench/RESULTS.md, stop 35). A channel with no call yet (connecting)
-// is then polled by gRPC's backup poller, every 50 ms here instead of every
-// 5 s, so a worker is connected to at once. An operator's own setting wins.
+// ferry's worker streams are polled by its own completion loop
+// (server/workers/completion_loop.h). With gRPC's default "epoll1" engine all
+// polling threads share one epoll set, so the Control server's callback
+// threads would still pick up the worker streams' reads and hand them over:
+// a futex wake-up and a context switch per message. With the "poll" engine
+// each completion queue polls only its own calls' sockets (bench/RESULTS.md,
+// stop 35; stop 30 tried "poll" with the streams on gRPC's callback threads
+// and lost a read). A channel with no call yet (connecting) is then polled by
+// gRPC's backup poller, every 50 ms here instead of every 5 s, so a worker is
+// connected to at once. An operator's own setting wins.
 void ConfigureGrpcPolling() {
   setenv("GRPC_POLL_STRATEGY", "poll", /*overwrite=*/0);
   setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "50", /*overwrite=*/0);
