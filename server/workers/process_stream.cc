@@ -124,8 +124,12 @@ void ProcessStream::WriteNextLocked() {
   writing_ = true;
   ++operations_;
   Pending& front = pending_.front();
-  // Write takes its own reference to the buffer's slices.
-  call_->Write(Frame(front.events, std::move(front.bytes)), &write_tag_);
+  // Kept until the write completes: the last reference to its slices is
+  // then dropped here, after the completion, not on whichever gRPC thread
+  // finishes with its own reference (which ThreadSanitizer cannot see
+  // ordered after this thread's writes to the bytes).
+  writing_buffer_ = Frame(front.events, std::move(front.bytes));
+  call_->Write(writing_buffer_, &write_tag_);
   pending_.pop_front();
 }
 
@@ -147,6 +151,7 @@ void ProcessStream::OnWriteDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     writing_ = false;
+    writing_buffer_.Clear();
     if (ok) {
       WriteNextLocked();
     } else {

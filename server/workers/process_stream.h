@@ -144,6 +144,7 @@ class ProcessStream final : public WorkerStream {
   std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
   // A write (or the call's start, which shares its operation) is in flight.
   bool writing_ ABSL_GUARDED_BY(mu_) = true;
+  grpc::ByteBuffer writing_buffer_ ABSL_GUARDED_BY(mu_);  // what is being written
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool ready_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_started_ ABSL_GUARDED_BY(mu_) = false;
