@@ -4,9 +4,11 @@
 // least two shared "nexting" threads that poll one completion queue and hand
 // the poller to each other on every event, a futex wake-up and a context
 // switch per read or write. A queue drained by a single thread of ours polls
-// and runs the completions itself, with no hand-off (bench/RESULTS.md, stop
-// 35). Each asynchronous operation is started with a CompletionTag as its
-// tag; the loop calls the tag's OnComplete with the operation's `ok`.
+// and runs the completions itself, with no hand-off, as long as no other
+// thread polls the same sockets: ferry runs gRPC's "poll" engine for that
+// (server/main.cc; bench/RESULTS.md, stop 35). Each asynchronous operation is
+// started with a CompletionTag as its tag; the loop calls the tag's
+// OnComplete with the operation's `ok`.
 //
 // Threading: Start/Stop from the owner. OnComplete runs on the loop's thread,
 // one at a time; it must not block. Stop() shuts the queue down and joins:
