@@ -67,9 +67,9 @@ void ProcessStream::Begin() {
   // started under mu_.
   absl::MutexLock lock(&mu_);
   operations_ += 2;
-  // The start shares its operation with writes: writing_ stays set until it
-  // completes.
-  call_->StartCall(&started_tag_);
+  // The start is gRPC's write operation sending the call's metadata, so it
+  // completes like a write: writing_ stays set until then.
+  call_->StartCall(&write_tag_);
   call_->Read(&read_buffer_, &read_tag_);
 }
 
@@ -131,20 +131,6 @@ void ProcessStream::WriteNextLocked() {
   writing_buffer_ = Frame(front.events, std::move(front.bytes));
   call_->Write(writing_buffer_, &write_tag_);
   pending_.pop_front();
-}
-
-void ProcessStream::OnStarted(bool ok) {
-  {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (ok) {
-      WriteNextLocked();
-    } else {
-      closed_ = true;  // reading fails too and ends the stream
-      pending_.clear();
-    }
-  }
-  OperationDone();
 }
 
 void ProcessStream::OnWriteDone(bool ok) {

@@ -101,7 +101,6 @@ class ProcessStream final : public WorkerStream {
     ProcessStream* const stream_;
   };
 
-  void OnStarted(bool ok);
   void OnReadDone(bool ok);
   void OnWriteDone(bool ok);
   void OnFinished(bool ok);
@@ -127,7 +126,6 @@ class ProcessStream final : public WorkerStream {
   // Before call_: the call's memory lives in the context's call arena.
   grpc::ClientContext context_;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call_;
-  Tag<&ProcessStream::OnStarted> started_tag_{this};
   Tag<&ProcessStream::OnReadDone> read_tag_{this};
   Tag<&ProcessStream::OnWriteDone> write_tag_{this};
   Tag<&ProcessStream::OnFinished> finished_tag_{this};
