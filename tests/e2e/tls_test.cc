@@ -254,8 +254,12 @@ TEST_F(TlsTest, ControlPortServesMtlsOnly) {
   ASSERT_GT(port, 0) << LogTail(*ferry);
   EXPECT_TRUE(absl::StrContains(ferry->Log(), "over mTLS")) << LogTail(*ferry);
   // server.health_listen: plaintext health for probes that cannot do TLS.
+  // ferry starts the plaintext health port after the Control port, so its
+  // line can follow the Control line by a moment: wait for it too.
   const std::string marker = "serving plaintext health on port ";
-  const std::string log = ferry->Log();
+  std::string log;
+  PollUntil([&] { return absl::StrContains(log = ferry->Log(), marker); }, absl::Seconds(30),
+            absl::Milliseconds(20));
   const size_t health_at = log.find(marker);
   ASSERT_NE(health_at, std::string::npos) << LogTail(*ferry);
   const int health_port = std::atoi(log.c_str() + health_at + marker.size());
