@@ -81,6 +81,9 @@ def parse_args() -> argparse.Namespace:
                    help="events/s of the latency run (default: half of ferry key-cpp's rate)")
     p.add_argument("--latency_extra_rates", default="2000,10000",
                    help="also measure ferry's latency at these rates (events/s, comma-separated)")
+    p.add_argument("--latency_nice", type=int, default=0,
+                   help="diagnostic: run the latency phases' ferry and worker at this nice value "
+                        "(e.g. -10, needs root) to see how much of the tail is CPU scheduling")
     p.add_argument("--latency_warmup_s", type=float, default=3)
     p.add_argument("--latency_seconds", type=float, default=20)
     p.add_argument("--memory_seconds", type=float, default=30)

@@ -299,14 +299,15 @@ def run_latency(args, out: Path, broker: Broker, rate: float, floor: bool = True
                             "so up to 1 ms high) -> handler (ferry) or consume() (A); "
                             "*_from_send: producer send time -> same (adds producer linger.ms=5)"}
     latency_ferry(args, out, broker, rate, tag, result)
+    niced = f" (ferry and worker at nice {result['nice']})" if result.get("nice") else ""
     if not floor:
         f = result["ferry"]
-        log(f"latency at {fmt_rate(rate)} ev/s: ferry p50 {f['p50_us'] / 1000:.2f} ms "
+        log(f"latency at {fmt_rate(rate)} ev/s{niced}: ferry p50 {f['p50_us'] / 1000:.2f} ms "
             f"p99 {f['p99_us'] / 1000:.2f} ms; {fmt_cores(result.get('cpu_cores_while_producing'))}")
         return result
     latency_baseline_a(out, broker, rate, result)
     f, a = result["ferry"], result["baseline_a"]
-    log(f"latency at {fmt_rate(rate)} ev/s: ferry p50 {f['p50_us'] / 1000:.2f} ms p99 "
+    log(f"latency at {fmt_rate(rate)} ev/s{niced}: ferry p50 {f['p50_us'] / 1000:.2f} ms p99 "
         f"{f['p99_us'] / 1000:.2f} ms; floor (A) p50 {a['p50_us'] / 1000:.2f} ms p99 "
         f"{a['p99_us'] / 1000:.2f} ms")
     log(f"  ferry's {fmt_cores(result.get('cpu_cores_while_producing'))}")
@@ -321,12 +322,19 @@ def latency_ferry(args, out: Path, broker: Broker, rate: float, tag: str, result
     topic = f"bench-latency-ferry{tag}"
     broker.create_latency_topic(topic)
     log(f"latency: ferry at {fmt_rate(rate)} ev/s for {warm_s}+{dur_s}s")
+    # --latency_nice: a diagnostic, not a setting to report targets with: it
+    # tells how much of the tail is the scheduler of a machine that the broker
+    # and the producer share with ferry and its worker.
+    nice = args.latency_nice
+    if nice:
+        result["nice"] = nice
     worker, target, stats_path = start_worker(
         "cpp", out, f"latency{tag}-worker",
-        extra=[f"--slow_log={out}/latency{tag}-slow.tsv", "--slow_us=20000"])
+        extra=[f"--slow_log={out}/latency{tag}-slow.tsv", "--slow_us=20000"], nice=nice)
     ferry = None
     try:
-        ferry = Ferry(out, f"latency{tag}-ferry", broker.bootstrap, topic, "key", target)
+        ferry = Ferry(out, f"latency{tag}-ferry", broker.bootstrap, topic, "key", target,
+                      nice=nice)
         wait_ready(ferry, "latency")
         cpu0 = (ferry.proc.cpu(), worker.cpu())
         window = CpuWindow({"ferry": ferry.proc.popen.pid, "worker": worker.popen.pid,

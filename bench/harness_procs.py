@@ -81,13 +81,20 @@ def proc_status_kib(pid: int, key: str) -> int | None:
 class Proc:
     """A child process with its output in a file; stopped by pid only."""
 
-    def __init__(self, name: str, argv: list[str], out_dir: Path, env: dict | None = None):
+    def __init__(self, name: str, argv: list[str], out_dir: Path, env: dict | None = None,
+                 nice: int = 0):
+        """nice: the process's nice value (every thread it starts inherits it);
+        below 0 needs root or CAP_SYS_NICE."""
         self.name = name
         self.log_path = out_dir / f"{name}.log"
         self.log_file = open(self.log_path, "wb")
-        self.popen = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, cwd=ROOT,
-                                      env={**os.environ, **(env or {})})
+        try:
+            self.popen = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, cwd=ROOT,
+                                          env={**os.environ, **(env or {})},
+                                          preexec_fn=(lambda: os.nice(nice)) if nice else None)
+        except subprocess.SubprocessError as e:
+            raise HarnessError(f"cannot start {name} at nice {nice}: {e}") from e
         self.pid = self.popen.pid
 
     def alive(self) -> bool:
@@ -246,7 +253,7 @@ class Broker:
 
 def start_worker(kind: str, out: Path, name: str, work_us: int = 0,
                  handler_threads: int | None = None, extra: list[str] | None = None,
-                 unix: bool = False) -> tuple[Proc, str, Path | None]:
+                 unix: bool = False, nice: int = 0) -> tuple[Proc, str, Path | None]:
     """Starts a worker; returns it, ferry's target for it and its stats file
     (C++ only). unix: the C++ worker listens on a unix socket in `out` (the
     sidecar layout) instead of loopback TCP."""
@@ -275,7 +282,7 @@ def start_worker(kind: str, out: Path, name: str, work_us: int = 0,
                 f"--work_us={work_us}"]
     else:
         raise HarnessError(f"unknown worker kind {kind}")
-    proc = Proc(name, argv, out)
+    proc = Proc(name, argv, out, nice=nice)
     port = int(wait_for_file(port_file, proc, 60))  # 0 for unix:, once it serves
     return proc, (listen if unix else f"ipv4:127.0.0.1:{port}"), stats
 
@@ -293,13 +300,13 @@ def read_stats(path: Path | None) -> dict | None:
 
 class Ferry:
     def __init__(self, out: Path, name: str, bootstrap: str, topic: str, ordering: str,
-                 worker_target: str, extra: str = ""):
+                 worker_target: str, extra: str = "", nice: int = 0):
         self.name = name
         self.config = out / f"{name}.yaml"
         self.group = f"bench-{name}-{int(time.time() * 1000)}"
         self.config.write_text(ferry_config(name, bootstrap, self.group, topic, ordering,
                                             worker_target, extra))
-        self.proc = Proc(name, [str(TOOLS["ferry"]), f"--config={self.config}"], out)
+        self.proc = Proc(name, [str(TOOLS["ferry"]), f"--config={self.config}"], out, nice=nice)
         self._offset = 0
         self._partial = b""
         self.lines: list[dict] = []  # parsed progress lines, with local receive time

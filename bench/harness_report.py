@@ -31,7 +31,7 @@ def headline(res: dict) -> dict:
     def eps(rate):  # whole events per second: the rest is noise
         return None if rate is None else round(rate)
 
-    return {
+    fields = {
         "ferry_key_cpp_eps": eps(key_cpp.get("rate")),
         "baseline_a_eps": eps(_rate(res, "baseline_a")),
         "baseline_b_eps": eps(_rate(res, "baseline_b")),
@@ -43,6 +43,10 @@ def headline(res: dict) -> dict:
         "latency_p99_ms_half_live_peak": None if p99 is None else round(p99 / 1000, 3),
         "peak_rss_mib": (res.get("memory") or {}).get("ferry_peak_rss_mib"),
     }
+    if (res.get("latency_half_live") or {}).get("nice"):
+        # --latency_nice: that p99 is a diagnostic, not the target's setting.
+        fields["latency_nice"] = res["latency_half_live"]["nice"]
+    return fields
 
 
 def _ratio(x, y, digits: int) -> str:
@@ -78,7 +82,8 @@ def _latency_lines(lat: dict | None, label: str) -> list[str]:
     if not lat or "ferry" not in lat:
         return []
     f = lat["ferry"]
-    line = (f"latency{label} (broker append -> handler) at {fmt_rate(lat['rate'])} ev/s: ferry "
+    niced = f" (ferry and worker at nice {lat['nice']})" if lat.get("nice") else ""
+    line = (f"latency{label} (broker append -> handler) at {fmt_rate(lat['rate'])} ev/s{niced}: ferry "
             f"p50 {f['p50_us'] / 1000:.2f} ms p99 {f['p99_us'] / 1000:.2f} ms")
     if "baseline_a" in lat:
         fa = lat["baseline_a"]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -99,11 +101,33 @@ class HeadlineTest(unittest.TestCase):
         self.assertEqual(headline(res), {k: None for k in HEADLINE_FIELDS})
         summarize(res)  # the summary copes too
 
+    def test_a_niced_latency_run_says_so(self):
+        res = full_result()
+        res["latency_half_live"]["nice"] = -10
+        self.assertEqual(headline(res)["latency_nice"], -10)
+        self.assertNotIn("latency_nice", headline(full_result()))
+        lines = "\n".join(summarize(res))
+        self.assertIn("at half the live peak (broker append -> handler) at", lines)
+        self.assertIn("(ferry and worker at nice -10)", lines)
+
     def test_summary_shows_ferry_over_floor(self):
         lines = "\n".join(summarize(full_result()))
         self.assertIn("ferry/floor 0.500", lines)  # key-cpp 200k / floor 400k
         self.assertIn("ferry/A 0.250", lines)
         self.assertIn("at half the live peak", lines)
+
+
+class ProcTest(unittest.TestCase):
+    def test_nice_reaches_the_process(self):
+        # --latency_nice starts ferry and its worker this way; a positive
+        # value needs no privilege.
+        with tempfile.TemporaryDirectory() as d:
+            proc = harness_procs.Proc("n", [sys.executable, "-c", "import os; print(os.nice(0))"],
+                                      Path(d), nice=7)
+            self.assertEqual(proc.popen.wait(30), 0)
+            proc.stop()
+            # os.nice adds to the harness's own value (the caller may run niced).
+            self.assertEqual(int(proc.log_path.read_text()), min(os.nice(0) + 7, 19))
 
 
 class FlagsTest(unittest.TestCase):
