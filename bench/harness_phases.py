@@ -4,6 +4,7 @@ Each returns a dict that bench/harness.py puts into results.json."""
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -11,7 +12,8 @@ from pathlib import Path
 
 from harness_procs import (JAVA_CP, PARTITIONS, SETTINGS, TARGETS, TOOLS, Broker, CpuWindow,
                            Ferry, HarnessError, Proc, fmt_cores, last_json_line, log,
-                           proc_status_kib, read_stats, run_tool, start_worker, steady_rate,
+                           proc_nice, proc_status_kib, read_stats, run_tool, start_worker,
+                           steady_rate,
                            wait_for_file)
 from harness_report import fmt_rate
 
@@ -336,6 +338,13 @@ def latency_ferry(args, out: Path, broker: Broker, rate: float, tag: str, result
         ferry = Ferry(out, f"latency{tag}-ferry", broker.bootstrap, topic, "key", target,
                       nice=nice)
         wait_ready(ferry, "latency")
+        if nice:
+            # coreutils' nice runs the program anyway when it may not lower the value.
+            want = max(-20, min(19, os.nice(0) + nice))
+            got = {p.name: proc_nice(p.pid) for p in (ferry.proc, worker)}
+            if any(v != want for v in got.values()):
+                raise HarnessError(f"--latency_nice {nice}: wanted nice {want}, got {got} "
+                                   "(a value below 0 needs root or CAP_SYS_NICE)")
         cpu0 = (ferry.proc.cpu(), worker.cpu())
         window = CpuWindow({"ferry": ferry.proc.popen.pid, "worker": worker.popen.pid,
                             "broker": broker.pid})

@@ -68,6 +68,14 @@ def proc_cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def proc_nice(pid: int) -> int | None:
+    """The main thread's nice value (field 19 of /proc/PID/stat)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def proc_status_kib(pid: int, key: str) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -83,18 +91,17 @@ class Proc:
 
     def __init__(self, name: str, argv: list[str], out_dir: Path, env: dict | None = None,
                  nice: int = 0):
-        """nice: the process's nice value (every thread it starts inherits it);
-        below 0 needs root or CAP_SYS_NICE."""
+        """nice: added to the process's nice value (every thread it starts
+        inherits it); below 0 needs root or CAP_SYS_NICE. coreutils' nice
+        execs the program, so the pid is the program's."""
         self.name = name
         self.log_path = out_dir / f"{name}.log"
         self.log_file = open(self.log_path, "wb")
-        try:
-            self.popen = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, cwd=ROOT,
-                                          env={**os.environ, **(env or {})},
-                                          preexec_fn=(lambda: os.nice(nice)) if nice else None)
-        except subprocess.SubprocessError as e:
-            raise HarnessError(f"cannot start {name} at nice {nice}: {e}") from e
+        if nice:
+            argv = ["nice", "-n", str(nice), *argv]
+        self.popen = subprocess.Popen(argv, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, cwd=ROOT,
+                                      env={**os.environ, **(env or {})})
         self.pid = self.popen.pid
 
     def alive(self) -> bool:

@@ -129,6 +129,11 @@ class ProcTest(unittest.TestCase):
             # os.nice adds to the harness's own value (the caller may run niced).
             self.assertEqual(int(proc.log_path.read_text()), min(os.nice(0) + 7, 19))
 
+    def test_proc_nice_reads_a_process_nice_value(self):
+        # How the latency phase checks that --latency_nice took effect.
+        self.assertEqual(harness_procs.proc_nice(os.getpid()), os.nice(0))
+        self.assertIsNone(harness_procs.proc_nice(-1))
+
 
 class FlagsTest(unittest.TestCase):
     def setUp(self):
