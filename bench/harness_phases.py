@@ -15,7 +15,7 @@ from harness_procs import (JAVA_CP, PARTITIONS, SETTINGS, TARGETS, TOOLS, Broker
                            proc_nice, proc_status_kib, read_stats, run_tool, start_worker,
                            steady_rate,
                            wait_for_file)
-from harness_report import fmt_rate
+from harness_report import fmt_rate, nice_label
 
 
 def parse_variant(variant: str) -> tuple[str, str, str, bool]:
@@ -301,7 +301,7 @@ def run_latency(args, out: Path, broker: Broker, rate: float, floor: bool = True
                             "so up to 1 ms high) -> handler (ferry) or consume() (A); "
                             "*_from_send: producer send time -> same (adds producer linger.ms=5)"}
     latency_ferry(args, out, broker, rate, tag, result)
-    niced = f" (ferry and worker at nice {result['nice']})" if result.get("nice") else ""
+    niced = nice_label(result)
     if not floor:
         f = result["ferry"]
         log(f"latency at {fmt_rate(rate)} ev/s{niced}: ferry p50 {f['p50_us'] / 1000:.2f} ms "

@@ -78,12 +78,17 @@ def _throughput_lines(res: dict) -> list[str]:
     return lines
 
 
+def nice_label(lat: dict) -> str:
+    """" (ferry and worker at nice N)" for a --latency_nice run, else ""."""
+    return f" (ferry and worker at nice {lat['nice']})" if lat.get("nice") else ""
+
+
 def _latency_lines(lat: dict | None, label: str) -> list[str]:
     if not lat or "ferry" not in lat:
         return []
     f = lat["ferry"]
-    niced = f" (ferry and worker at nice {lat['nice']})" if lat.get("nice") else ""
-    line = (f"latency{label} (broker append -> handler) at {fmt_rate(lat['rate'])} ev/s{niced}: ferry "
+    line = (f"latency{label} (broker append -> handler) at {fmt_rate(lat['rate'])} ev/s"
+            f"{nice_label(lat)}: ferry "
             f"p50 {f['p50_us'] / 1000:.2f} ms p99 {f['p99_us'] / 1000:.2f} ms")
     if "baseline_a" in lat:
         fa = lat["baseline_a"]
