@@ -45,19 +45,72 @@ void ToResult(const Completed& c, ferry::v1::Result* r) {
 
 }  // namespace
 
-Stream::Stream(std::shared_ptr<Worker::Core> core, bool results_carry_credit)
-    : core_(std::move(core)), results_carry_credit_(results_carry_credit) {
+void Stream::Accept(std::shared_ptr<Worker::Core> core,
+                    ferry::v1::Processor::AsyncService* service,
+                    grpc::ServerCompletionQueue* cq) {
+  auto* stream = new Stream(std::move(core), service, cq);
+  {
+    absl::MutexLock l(&stream->mu_);
+    absl::MutexLock cl(&stream->core_->mu);
+    // Under Core::mu: Worker::Service clears `accepting` under it before it
+    // shuts the queue down, and no request may follow that.
+    if (stream->core_->accepting) {
+      // Before the request, as gRPC requires. Its tag comes back only if
+      // the call starts (OnAccepted with ok).
+      stream->call_->context.AsyncNotifyWhenDone(&stream->call_done_op_);
+      service->RequestProcess(&stream->call_->context, &stream->call_->io, cq, cq,
+                              &stream->accepted_op_);
+      return;
+    }
+  }
+  delete stream;
+}
+
+Stream::Stream(std::shared_ptr<Worker::Core> core, ferry::v1::Processor::AsyncService* service,
+               grpc::ServerCompletionQueue* cq)
+    : core_(std::move(core)), service_(service), cq_(cq) {}
+
+void Stream::Unref() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
+void Stream::OnAccepted(bool ok) {
+  // The next call gets its request first: a queue always has one waiting.
+  if (ok) Accept(core_, service_, cq_);
+  bool release = false;
+  {
+    absl::MutexLock l(&mu_);
+    accept_pending_ = false;
+    if (ok) {
+      call_done_pending_ = true;
+      BeginLocked();
+    } else {
+      // The server is shutting down; the call never started.
+      call_over_ = true;
+      finished_ = true;
+      release = ReleaseLocked();
+    }
+  }
+  if (release) Unref();
+}
+
+void Stream::BeginLocked() {
+  // A ferry that sends this header takes credit inside Results (one
+  // message per batch instead of Results + Credit); an older one does not.
+  const auto& metadata = call_->context.client_metadata();
+  auto header = metadata.find("ferry-results-credit");
+  results_carry_credit_ = header != metadata.end() && header->second == "1";
   bool reject;
   {
     absl::MutexLock cl(&core_->mu);
     reject = core_->draining;
     if (!reject) core_->streams.insert(this);
   }
-  absl::MutexLock l(&mu_);
+  registered_ = !reject;
   if (reject) {
     finished_ = true;
     may_skip_.store(true, std::memory_order_release);
-    Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker shutting down"));
+    StartFinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "worker shutting down"));
     return;
   }
   ProcessResponse ready;
@@ -67,43 +120,74 @@ Stream::Stream(std::shared_ptr<Worker::Core> core, bool results_carry_credit)
   queue_.push_back(std::move(ready));
   granted_ = core_->options.max_in_flight;
   reading_ = slots_->Get();
-  StartRead(reading_->request());
+  StartReadLocked();
   PumpLocked();
 }
 
-void Stream::Unref() {
-  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+void Stream::StartReadLocked() {
+  read_pending_ = true;
+  call_->io.Read(reading_->request(), &read_op_);
+}
+
+void Stream::StartFinishLocked(const grpc::Status& status) {
+  finish_pending_ = true;
+  call_->io.Finish(status, &finish_op_);
+}
+
+bool Stream::ReleaseLocked() {
+  if (call_ == nullptr || !call_over_ || accept_pending_ || read_pending_ || write_in_flight_ ||
+      finish_pending_ || call_done_pending_) {
+    return false;
+  }
+  call_.reset();
+  if (registered_) {
+    registered_ = false;
+    absl::MutexLock cl(&core_->mu);
+    core_->streams.erase(this);
+  }
+  return true;
 }
 
 void Stream::OnReadDone(bool ok) {
   std::shared_ptr<MessageWork> work;
+  bool release = false;
   {
     absl::MutexLock l(&mu_);
+    read_pending_ = false;
     if (!ok) {
       // ferry closed its side (WritesDone) or the call broke: finish; the
       // handlers still running complete and their results are dropped.
       EndLocked(grpc::Status::OK);
-      return;
+      release = ReleaseLocked();
+    } else {
+      const ProcessRequest& req = *reading_->request();
+      switch (req.kind_case()) {
+        case ProcessRequest::kEvents:
+          work = TakeEventsLocked();
+          break;
+        case ProcessRequest::kCancel:
+          CancelLocked();
+          break;
+        default:
+          Log("ignoring a ProcessRequest of unknown kind %d", static_cast<int>(req.kind_case()));
+          break;
+      }
+      if (work == nullptr) reading_->Reset();  // else the work took it
+      if (!finished_ && !ending_ && !call_over_) {
+        StartReadLocked();
+      } else {
+        release = ReleaseLocked();
+      }
     }
-    const ProcessRequest& req = *reading_->request();
-    switch (req.kind_case()) {
-      case ProcessRequest::kEvents:
-        work = TakeEventsLocked();
-        break;
-      case ProcessRequest::kCancel:
-        CancelLocked();
-        break;
-      default:
-        Log("ignoring a ProcessRequest of unknown kind %d", static_cast<int>(req.kind_case()));
-        break;
-    }
-    if (work == nullptr) reading_->Reset();  // else the work took it
-    if (!finished_ && !ending_) StartRead(reading_->request());
   }
-  if (work == nullptr) return;
+  if (work != nullptr) Dispatch(work);
+  if (release) Unref();  // last: Dispatch's references are taken by now
+}
+
+void Stream::Dispatch(const std::shared_ptr<MessageWork>& work) {
   if (core_->options.inline_handlers) {
     // The reference keeps `this` while Work runs: the last unit's result may
-    // let the stream finish, and OnDone drop gRPC's, before Work returns.
+    // let the call end, and the call's reference go, before Work returns.
     Ref();
     Work(work);
     Unref();
@@ -116,7 +200,7 @@ void Stream::OnReadDone(bool ok) {
       std::min(work->units(), static_cast<size_t>(core_->options.handler_threads));
   // Each task holds its own reference: another task may hand over every
   // unit's result (and with them the events' references) before this one
-  // starts, and OnDone may have dropped gRPC's by then.
+  // starts.
   for (size_t t = 0; t < tasks; ++t) {
     Ref();
     if (core_->pool.Schedule([this, work] {
@@ -125,7 +209,7 @@ void Stream::OnReadDone(bool ok) {
         })) {
       continue;
     }
-    Unref();  // not the last: gRPC's is held until OnDone, after this returns
+    Unref();  // not the last: the message's events hold theirs
     // The pool stopped: whatever no task takes fails here.
     ResultBuffer out;
     for (size_t u = work->TakeUnit(); u < work->units(); u = work->TakeUnit()) {
@@ -137,28 +221,42 @@ void Stream::OnReadDone(bool ok) {
 }
 
 void Stream::OnWriteDone(bool ok) {
-  absl::MutexLock l(&mu_);
-  write_in_flight_ = false;
-  if (!ok) EndLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
-  PumpLocked();
-}
-
-void Stream::OnCancel() {
-  absl::MutexLock l(&mu_);
-  EndLocked(grpc::Status::CANCELLED);
-}
-
-void Stream::OnDone() {
-  // gRPC runs OnDone after every other reaction (OnCancel included) has
-  // returned, but it orders them inside libgrpc++, where ThreadSanitizer
-  // cannot see it. Taking mu_ once makes that order visible: every reaction
-  // touches the stream under mu_, so its release happens before this.
-  { absl::MutexLock l(&mu_); }
+  bool release;
   {
-    absl::MutexLock cl(&core_->mu);
-    core_->streams.erase(this);
+    absl::MutexLock l(&mu_);
+    write_in_flight_ = false;
+    if (!ok) EndLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
+    PumpLocked();
+    release = ReleaseLocked();
   }
-  Unref();
+  if (release) Unref();
+}
+
+void Stream::OnFinishDone(bool /*ok*/) {
+  bool release;
+  {
+    absl::MutexLock l(&mu_);
+    finish_pending_ = false;
+    // A read still pending would keep the call (and its reference) alive
+    // until ferry closes its side; the status is sent, so end it now.
+    if (read_pending_) call_->context.TryCancel();
+    release = ReleaseLocked();
+  }
+  if (release) Unref();
+}
+
+void Stream::OnCallDone(bool /*ok*/) {
+  bool release;
+  {
+    absl::MutexLock l(&mu_);
+    call_done_pending_ = false;
+    call_over_ = true;
+    // Cancelled (ferry went away, a deadline, the server's Shutdown) or
+    // finished: either way nothing more is sent.
+    EndLocked(grpc::Status::CANCELLED);
+    release = ReleaseLocked();
+  }
+  if (release) Unref();
 }
 
 void Stream::RequestFinish(grpc::Status status) {
@@ -277,30 +375,30 @@ void Stream::CompleteAll(std::vector<Completed>* items) {
 }
 
 void Stream::PumpLocked() {
-  if (finished_ || write_in_flight_) return;
+  if (finished_ || write_in_flight_ || accept_pending_) return;
   if (ending_) {
     queue_.clear();
     held_ -= static_cast<int64_t>(completed_.size());
     completed_.clear();
     finished_ = true;
-    Finish(end_status_);
+    if (!call_over_) StartFinishLocked(end_status_);  // else there is no one to tell
     return;
   }
   if (queue_.empty() && !completed_.empty() && BatchLocked()) {
     write_in_flight_ = true;
-    StartWrite(&write_buf_);
+    call_->io.Write(write_buf_, &write_op_);
     return;
   }
   if (!queue_.empty()) {
     write_buf_ = std::move(queue_.front());
     queue_.pop_front();
     write_in_flight_ = true;
-    StartWrite(&write_buf_);
+    call_->io.Write(write_buf_, &write_op_);
     return;
   }
   if (finish_requested_) {
     finished_ = true;
-    Finish(finish_status_);
+    StartFinishLocked(finish_status_);
   }
 }
 

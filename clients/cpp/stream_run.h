@@ -15,7 +15,7 @@
 //   * Completed / ResultBuffer: finished events on their way to the stream,
 //     handed over several at a time where that delays none of them.
 //
-// Threading: MessageWork is built on the gRPC thread and then only read,
+// Threading: MessageWork is built on the stream thread and then only read,
 // except next_ (atomic); a ResultBuffer belongs to one pool task, a ReadSlot
 // to whoever holds it; SlotPool from any thread.
 #ifndef FERRY_CLIENTS_CPP_STREAM_RUN_H_

@@ -1,14 +1,17 @@
 // ferry C++ worker SDK: the Worker lifecycle (Create, Start, Shutdown, the
-// counters). The stream reactor is in stream.{h,cc}, the handler pool in
+// counters) and its Service (the completion queue and the stream thread). The
+// stream is in stream.{h,cc}, the handler pool in
 // thread_pool.{h,cc}, the shared state in worker_core.h and the server
 // credentials in server_credentials.{h,cc}. See worker.h for the contract.
 #include "clients/cpp/worker.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,8 +27,6 @@
 namespace ferry::sdk {
 namespace {
 
-using ferry::v1::ProcessRequest;
-using ferry::v1::ProcessResponse;
 using internal::Log;
 using internal::Stream;
 using Core = Worker::Core;
@@ -55,22 +56,62 @@ absl::Status Validate(const WorkerOptions& o) {
 
 }  // namespace
 
-class Worker::Service final : public ferry::v1::Processor::CallbackService {
+// The Processor service on one completion queue and the one thread (the
+// stream thread) that drains it: every stream's operation completions run
+// there, and gRPC polls the worker's sockets on it.
+// Register before the server is built, Start after, Stop after the server's
+// Shutdown and Wait (idempotent; the destructor calls it).
+class Worker::Service {
  public:
   explicit Service(std::shared_ptr<Core> core) : core_(std::move(core)) {}
+  ~Service() { Stop(); }
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
 
-  grpc::ServerBidiReactor<ProcessRequest, ProcessResponse>* Process(
-      grpc::CallbackServerContext* context) override {
-    // A ferry that sends this header takes credit inside Results (one
-    // message per batch instead of Results + Credit); an older one does not.
-    const auto& metadata = context->client_metadata();
-    auto header = metadata.find("ferry-results-credit");
-    const bool results_carry_credit = header != metadata.end() && header->second == "1";
-    return new Stream(core_, results_carry_credit);
+  void Register(grpc::ServerBuilder* builder) {
+    builder->RegisterService(&service_);
+    cq_ = builder->AddCompletionQueue();
+  }
+
+  void Start() {
+    {
+      absl::MutexLock l(&core_->mu);
+      core_->accepting = true;
+    }
+    Stream::Accept(core_, &service_, cq_.get());
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "ferry-sdk-cq");
+      Drain();
+    });
+  }
+
+  void Stop() {
+    if (cq_ == nullptr) return;
+    {
+      absl::MutexLock l(&core_->mu);
+      core_->accepting = false;
+    }
+    cq_->Shutdown();
+    // Next returns false only once every pending tag has come back.
+    if (thread_.joinable()) {
+      thread_.join();
+    } else {
+      Drain();
+    }
+    cq_.reset();
   }
 
  private:
+  void Drain() {
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_->Next(&tag, &ok)) static_cast<Stream::Tag*>(tag)->Proceed(ok);
+  }
+
   const std::shared_ptr<Core> core_;
+  ferry::v1::Processor::AsyncService service_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::thread thread_;
 };
 
 absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options, Handler handler) {
@@ -106,7 +147,7 @@ absl::Status Worker::Start(const std::string& listen_address) {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(listen_address, *credentials, &port);
-    builder.RegisterService(service_.get());
+    service_->Register(&builder);
     builder.SetMaxReceiveMessageSize(-1);  // ferry bounds its batches by its own byte budget
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error
     // ferry pings every processors[].keepalive.interval (at least 1 s) to
@@ -126,6 +167,7 @@ absl::Status Worker::Start(const std::string& listen_address) {
     }
     server_ = std::move(server);
     port_ = port;
+    service_->Start();
   }
   return absl::OkStatus();
 }
@@ -161,7 +203,7 @@ void Worker::Shutdown(absl::Duration grace) {
           core_->running);
     }
     for (Stream* s : core_->streams) {
-      s->Ref();  // still registered, so gRPC's reference is held: safe
+      s->Ref();  // still registered, so the call's reference is held: safe
       streams.push_back(s);
     }
   }
@@ -176,6 +218,7 @@ void Worker::Shutdown(absl::Duration grace) {
     server_->Shutdown(absl::ToChronoTime(flush));
     server_->Wait();
   }
+  service_->Stop();
   core_->pool.Stop();
   core_->shutdown_done.Notify();
 }

@@ -23,8 +23,8 @@
 // example and benchmark workers do:
 //   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 // Link a thread-caching malloc into the worker binary (tcmalloc: Bazel
-// `@system//:tcmalloc`, or -ltcmalloc_minimal): each message is parsed on a
-// gRPC thread and its event buffers are freed on a handler thread, which
+// `@system//:tcmalloc`, or -ltcmalloc_minimal): each message is parsed on
+// the stream thread and its event buffers are freed on a handler thread, which
 // glibc's malloc serves slowly; tcmalloc cut the benchmark worker's CPU per
 // event by about a seventh (bench/RESULTS.md). The SDK does not link it
 // itself: the allocator is the binary's choice.
@@ -33,8 +33,12 @@
 // to present a client certificate); ferry's processor then needs `tls:`.
 //
 // Threading contract
+//   * The stream thread: one thread per Worker (named ferry-sdk-cq) serves
+//     every Process stream through gRPC's async API: it reads and parses
+//     messages, writes results and polls the sockets. It never runs a
+//     handler unless WorkerOptions::inline_handlers is set.
 //   * Sync handlers (Handler) run on the SDK's pool of
-//     WorkerOptions::handler_threads threads, never on gRPC threads (unless
+//     WorkerOptions::handler_threads threads, never on the stream thread (unless
 //     WorkerOptions::inline_handlers is set, for handlers that never block). Several
 //     events may run concurrently (also events of one stream message), so a
 //     handler must be thread-safe. ferry guarantees per-key ordering by not
@@ -136,11 +140,11 @@ struct WorkerOptions {
   int max_in_flight = 64;
   // Threads running handlers (shared by all streams).
   int handler_threads = 4;
-  // Run handlers on the gRPC thread that read their message instead of
+  // Run handlers on the stream thread, which read their message, instead of
   // handing the message to the handler_threads pool. Only for handlers that
-  // never block (no I/O, no waiting on locks or other threads): gRPC has few
-  // such threads (two on small machines) and a handler blocking one of them
-  // holds up reads and writes of every stream. What it saves is a thread
+  // never block (no I/O, no waiting on locks or other threads): there is one
+  // stream thread, and a handler blocking it holds up reads and writes of
+  // every stream. What it saves is a thread
   // hand-off and a wake-up per message. A message's events then run one
   // after another on that thread and their results go out together, in one
   // Results after the last of them; an async handler's continuations still

@@ -4,7 +4,7 @@
 // destroyed is harmless. Internal to //clients/cpp:worker.
 //
 // Threading: the atomics from any thread; the rest under Core::mu (streams,
-// draining, running, cancelled) or Core::shutdown_mu. Lock order:
+// draining, accepting, running, cancelled) or Core::shutdown_mu. Lock order:
 // Stream::mu_ may be held while taking Core::mu, never the reverse.
 #ifndef FERRY_CLIENTS_CPP_WORKER_CORE_H_
 #define FERRY_CLIENTS_CPP_WORKER_CORE_H_
@@ -63,6 +63,9 @@ struct Worker::Core {
 
   absl::Mutex mu;
   bool draining ABSL_GUARDED_BY(mu) = false;
+  // Streams may request calls on the completion queue (Stream::Accept):
+  // set by Worker::Service::Start, cleared before the queue shuts down.
+  bool accepting ABSL_GUARDED_BY(mu) = false;
   int64_t running ABSL_GUARDED_BY(mu) = 0;  // handler tasks scheduled, not completed
   absl::flat_hash_set<internal::Stream*> streams ABSL_GUARDED_BY(mu);
   absl::flat_hash_map<uint64_t, int> cancelled ABSL_GUARDED_BY(mu);  // id -> streams
