@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <pthread.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -275,8 +276,8 @@ TEST(WorkerTest, CreditViolationIsCountedAndStillProcessed) {
   worker->Shutdown(absl::Seconds(1));
 }
 
-// Where a sync handler runs: on the pool, or with inline_handlers on gRPC's
-// thread that read the message. Either way every event is answered.
+// Where a sync handler runs: on the pool, or with inline_handlers on the
+// stream thread that read the message. Either way every event is answered.
 class WhereHandlersRunTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(WhereHandlersRunTest, OnThePoolUnlessInline) {
@@ -302,6 +303,39 @@ TEST_P(WhereHandlersRunTest, OnThePoolUnlessInline) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Inline, WhereHandlersRunTest, ::testing::Bool());
+
+TEST(WorkerTest, EveryStreamIsServedByTheOneStreamThread) {
+  // The SDK's point of owning its completion queue: every stream's reads
+  // run on one thread of its own ("ferry-sdk-cq"), not on gRPC's callback
+  // threads, so inline handlers of two streams all run there.
+  absl::Mutex mu;
+  std::set<std::string> threads;
+  WorkerOptions opts = Options(16);
+  opts.inline_handlers = true;
+  auto worker = StartWorker(opts, [&](const Event&) {
+    char name[16] = {};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    absl::MutexLock l(&mu);
+    threads.insert(name);
+    return Outcome::Ok();
+  });
+  ASSERT_NE(worker, nullptr);
+  Client first(worker->port(), grpc::InsecureChannelCredentials(), /*results_credit=*/true);
+  Client second(worker->port(), grpc::InsecureChannelCredentials(), /*results_credit=*/true);
+  first.ReadReady();
+  second.ReadReady();
+  for (uint64_t id = 1; id <= 20; id += 2) {
+    ASSERT_TRUE(first.SendEvents({id}));
+    ASSERT_TRUE(second.SendEvents({id + 1}));
+  }
+  ASSERT_TRUE(first.ReadCredit(10));
+  ASSERT_TRUE(second.ReadCredit(10));
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_THAT(threads, ::testing::ElementsAre("ferry-sdk-cq"));
+  }
+  worker->Shutdown(absl::Seconds(1));
+}
 
 TEST(WorkerTest, InlineHandlersAnswerAMessageInOneResults) {
   // Inline handlers never block, so nothing is gained by sending a result
