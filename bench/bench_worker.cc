@@ -47,7 +47,7 @@ ABSL_FLAG(int, handler_threads, 2, "Threads running the handler.");
 ABSL_FLAG(int64_t, work_us, 0, "Sleep per event, microseconds (a slow worker).");
 ABSL_FLAG(bool, inline_handlers, true,
           "WorkerOptions::inline_handlers: the no-op handler never blocks, so it runs on "
-          "gRPC's thread; off with --work_us (a sleeping handler must not hold gRPC's threads).");
+          "the SDK's stream thread; off with --work_us (a sleeping handler must not hold it).");
 ABSL_FLAG(std::string, slow_log, "",
           "If set, append \"<handler wall us>\t<append latency us>\t<partition>\t<offset>\" for "
           "kind 'T' events slower than --slow_us (to see when latency spikes happen).");
