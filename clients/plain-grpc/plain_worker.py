@@ -416,7 +416,7 @@ def main(argv=None) -> int:
 
     recorder = Recorder(args.record, args.record_flush) if args.record else None
     worker = Worker(args, Handler(args, recorder))
-    # One gRPC thread per open stream: ferry keeps `streams` (default 4) per target.
+    # One gRPC thread per open stream: ferry keeps `streams` (default 2) per target.
     # ferry pings every processors[].keepalive.interval (at least 1 s) to notice
     # a vanished worker; gRPC's default (5 min on an idle stream) answers those
     # pings with GOAWAY too_many_pings, so permit them (README, Semantics).
