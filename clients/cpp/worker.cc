@@ -68,8 +68,13 @@ class Worker::Service {
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
 
+  // A fresh service and queue each time: gRPC binds an async service to
+  // the one server it was registered with, even one that failed to start
+  // (a taken port), and a later Start builds another.
   void Register(grpc::ServerBuilder* builder) {
-    builder->RegisterService(&service_);
+    Stop();  // a failed Start's queue
+    service_ = std::make_unique<ferry::v1::Processor::AsyncService>();
+    builder->RegisterService(service_.get());
     cq_ = builder->AddCompletionQueue();
   }
 
@@ -78,7 +83,7 @@ class Worker::Service {
       absl::MutexLock l(&core_->mu);
       core_->accepting = true;
     }
-    Stream::Accept(core_, &service_, cq_.get());
+    Stream::Accept(core_, service_.get(), cq_.get());
     thread_ = std::thread([this] {
       pthread_setname_np(pthread_self(), "ferry-sdk-cq");
       Drain();
@@ -109,7 +114,7 @@ class Worker::Service {
   }
 
   const std::shared_ptr<Core> core_;
-  ferry::v1::Processor::AsyncService service_;
+  std::unique_ptr<ferry::v1::Processor::AsyncService> service_;
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread thread_;
 };

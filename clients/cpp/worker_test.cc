@@ -535,5 +535,23 @@ TEST(WorkerTest, ShutdownWithoutStart) {
   EXPECT_FALSE((*worker)->Start("127.0.0.1:0").ok());
 }
 
+TEST(WorkerTest, StartAgainAfterAFailedStartServes) {
+  // A taken port fails Start with an error; the caller may then try
+  // another address with the same Worker.
+  auto holder = StartWorker(Options(1), [](const Event&) { return Outcome::Ok(); });
+  ASSERT_NE(holder, nullptr);
+  auto worker = Worker::Create(Options(4), [](const Event&) { return Outcome::Ok(); });
+  ASSERT_TRUE(worker.ok());
+  EXPECT_FALSE((*worker)->Start("127.0.0.1:" + std::to_string(holder->port())).ok());
+  ASSERT_TRUE((*worker)->Start("127.0.0.1:0").ok());
+  Client client((*worker)->port(), grpc::InsecureChannelCredentials(), /*results_credit=*/true);
+  client.ReadReady();
+  ASSERT_TRUE(client.SendEvents({1, 2}));
+  ASSERT_TRUE(client.ReadCredit(2));
+  EXPECT_THAT(client.ResultIds(), UnorderedElementsAre(1u, 2u));
+  (*worker)->Shutdown(absl::Seconds(1));
+  holder->Shutdown(absl::Seconds(1));
+}
+
 }  // namespace
 }  // namespace ferry::sdk
