@@ -14,8 +14,10 @@
 //
 // --stats is rewritten (atomically) every --stats_interval_ms and on exit:
 //   {"events":N,"first_wall_us":..,"last_wall_us":..,"cpu_s":..,
-//    "peak_rss_kib":..,"credit_violations":..,"latency":{...},"append_latency":{...}}
-// first/last_wall_us: wall clock of the first and latest handler call.
+//    "peak_rss_kib":..,"credit_violations":..,"events_messages":..,
+//    "results_messages":..,"latency":{...},"append_latency":{...}}
+// first/last_wall_us: wall clock of the first and latest handler call;
+// events/results_messages: Events messages read, Results messages written.
 // --slow_log F [--slow_us 20000]: one line per kind 'T' event whose append
 // latency passed the threshold (handler wall us, latency us, partition, offset).
 // SIGTERM / SIGINT: graceful shutdown (2 s grace), final stats, exit 0.
@@ -98,9 +100,11 @@ ferry::sdk::Outcome Handle(const ferry::v1::Event& event, int64_t work_us) {
 std::string StatsJson(const ferry::sdk::Worker& worker) {
   return absl::StrFormat(
       "{\"events\":%d,\"first_wall_us\":%d,\"last_wall_us\":%d,\"cpu_s\":%.3f,"
-      "\"peak_rss_kib\":%d,\"credit_violations\":%d,\"latency\":%s,\"append_latency\":%s}\n",
+      "\"peak_rss_kib\":%d,\"credit_violations\":%d,\"events_messages\":%d,"
+      "\"results_messages\":%d,\"latency\":%s,\"append_latency\":%s}\n",
       events.load(), first_wall_us.load(), last_wall_us.load(), ferry::bench::ProcessCpuSeconds(),
-      ferry::bench::PeakRssKib(), worker.credit_violations(), latency->Json(), append_latency->Json());
+      ferry::bench::PeakRssKib(), worker.credit_violations(), worker.events_messages(),
+      worker.results_messages(), latency->Json(), append_latency->Json());
 }
 
 }  // namespace

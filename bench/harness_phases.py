@@ -60,6 +60,12 @@ def set_headline_rate(result: dict, stats, rate, how: dict, timed_out: bool) -> 
         result["rate_worker"] = (stats["events"] - 1) / secs
         result["worker_seconds"] = round(secs, 3)
         result["worker_events"] = stats["events"]
+    # How ferry batched (C++ bench_worker only): events per Events message
+    # and per Results message, over the whole run.
+    for field, key in (("events_messages", "events_per_events_message"),
+                       ("results_messages", "events_per_results_message")):
+        if stats and stats.get(field):
+            result[key] = round(stats["events"] / stats[field], 2)
     result["rate"] = rate if timed_out else (result.get("rate_worker") or rate)
     result["rate_source"] = ("worker: first to last handler call" if result.get("rate_worker")
                              and not timed_out else how.get("method"))
@@ -129,7 +135,10 @@ def run_ferry_variant(args, out: Path, broker: Broker, topic: str, total: int, v
     log(f"ferry {name}: {fmt_rate(result.get('rate'))} ev/s"
         f"{' (partial: stopped after ' + str(args.max_seconds) + 's)' if result.get('partial') else ''}"
         f", ferry RSS peak {result.get('ferry_peak_rss_mib')} MiB,"
-        f" CPU s/M ferry {result.get('cpu_s_per_m_ferry')} worker {result.get('cpu_s_per_m_worker')}")
+        f" CPU s/M ferry {result.get('cpu_s_per_m_ferry')} worker {result.get('cpu_s_per_m_worker')}"
+        + (f", events per Events message {result['events_per_events_message']},"
+           f" per Results message {result.get('events_per_results_message')}"
+           if "events_per_events_message" in result else ""))
     return result
 
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 import harness_procs  # noqa: E402
-from harness_phases import cpu_window, parse_variant  # noqa: E402
+from harness_phases import cpu_window, parse_variant, set_headline_rate  # noqa: E402
 from harness_procs import HarnessError  # noqa: E402
 from harness_report import headline, summarize  # noqa: E402
 
@@ -64,6 +64,25 @@ class CpuWindowTest(unittest.TestCase):
     def test_none_without_events(self):
         self.assertIsNone(cpu_window(self.IDLE, None, None))
         self.assertIsNone(cpu_window(self.IDLE, None, (1.0, 0.5, 0.2, 0)))
+
+
+class HeadlineRateTest(unittest.TestCase):
+    STATS = {"events": 1001, "first_wall_us": 0, "last_wall_us": 2_000_000}
+
+    def test_events_per_message_from_the_worker_stats(self):
+        result: dict = {}
+        stats = dict(self.STATS, events_messages=100, results_messages=400)
+        set_headline_rate(result, stats, 1.0, {"method": "progress"}, timed_out=False)
+        self.assertEqual(result["rate"], 500.0)
+        self.assertEqual(result["events_per_events_message"], 10.01)
+        self.assertEqual(result["events_per_results_message"], 2.5)
+
+    def test_no_message_counts_no_fields(self):
+        # The Python worker's stats and an older bench_worker have none.
+        result: dict = {}
+        set_headline_rate(result, dict(self.STATS), 1.0, {"method": "progress"}, timed_out=False)
+        self.assertNotIn("events_per_events_message", result)
+        self.assertNotIn("events_per_results_message", result)
 
 
 class ParseVariantTest(unittest.TestCase):

@@ -163,6 +163,7 @@ void Stream::OnReadDone(bool ok) {
       const ProcessRequest& req = *reading_->request();
       switch (req.kind_case()) {
         case ProcessRequest::kEvents:
+          core_->events_messages.fetch_add(1, std::memory_order_relaxed);
           work = TakeEventsLocked();
           break;
         case ProcessRequest::kCancel:
@@ -385,6 +386,7 @@ void Stream::PumpLocked() {
     return;
   }
   if (queue_.empty() && !completed_.empty() && BatchLocked()) {
+    core_->results_messages.fetch_add(1, std::memory_order_relaxed);
     write_in_flight_ = true;
     call_->io.Write(write_buf_, &write_op_);
     return;

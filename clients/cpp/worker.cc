@@ -244,6 +244,14 @@ int64_t Worker::max_held() const { return core_->max_held.load(std::memory_order
 int64_t Worker::credit_violations() const {
   return core_->credit_violations.load(std::memory_order_relaxed);
 }
+
+int64_t Worker::events_messages() const {
+  return core_->events_messages.load(std::memory_order_relaxed);
+}
+
+int64_t Worker::results_messages() const {
+  return core_->results_messages.load(std::memory_order_relaxed);
+}
 int Worker::open_streams() const {
   absl::MutexLock l(&core_->mu);
   return static_cast<int>(core_->streams.size());

@@ -205,6 +205,11 @@ class Worker {
   int64_t max_held() const;
   // Events received beyond the credit granted (a ferry protocol violation).
   int64_t credit_violations() const;
+  // Events messages read and Results messages written: with events_received()
+  // they say how many events ferry batched into a message, and how many
+  // results the worker did (bench/bench_worker reports both).
+  int64_t events_messages() const;
+  int64_t results_messages() const;
   // Streams being served now (opened and not yet done).
   int open_streams() const;
 

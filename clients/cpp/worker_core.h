@@ -59,6 +59,8 @@ struct Worker::Core {
   std::atomic<int64_t> events_received{0};
   std::atomic<int64_t> max_held{0};
   std::atomic<int64_t> credit_violations{0};
+  std::atomic<int64_t> events_messages{0};   // Events messages read
+  std::atomic<int64_t> results_messages{0};  // Results messages written
   std::atomic<bool> shutting_down{false};
 
   absl::Mutex mu;

@@ -23,6 +23,11 @@ struct MockOptions {
   std::vector<std::string> topics;  // created up front
   int32_t partitions = 4;           // per created topic
   std::string bootstrap_file;       // written atomically when non-empty
+  // The broker setting group.initial.rebalance.delay.ms: how long the first
+  // member of an empty group waits for others before its assignment.
+  // librdkafka's mock defaults to Kafka's 3000 ms; ferry's tests use 0, as
+  // tests/kafka/kafka_broker does for the real broker.
+  int32_t group_initial_rebalance_delay_ms = 0;
 };
 int RunMock(const MockOptions& options);
 

@@ -1,6 +1,7 @@
 // kafka_tool: Kafka helpers for ferry's tests and developer scripts.
 //
 //   kafka_tool mock --partitions 8 --topics events[,more] --bootstrap_file F
+//                   [--group_initial_rebalance_delay_ms 0]
 //   kafka_tool produce --bootstrap B --topic T --count N --keys K [--partitions P]
 //                      [--timestamp_start_ms T --timestamp_step_ms S]
 //                      [--headers k1=v1,k2=v2] [--key_prefix P]
@@ -42,6 +43,11 @@ ABSL_FLAG(std::string, key_prefix, "key-",
           "produce: keys are <key_prefix><i % keys>");
 ABSL_FLAG(std::string, bootstrap_file, "",
           "mock: write the bootstrap servers to this file (atomically)");
+ABSL_FLAG(int32_t, group_initial_rebalance_delay_ms, 0,
+          "mock: the broker's group.initial.rebalance.delay.ms, how long the "
+          "first member of an empty group waits for others (Kafka's and "
+          "librdkafka's mock default: 3000; 0 here, as in tests/kafka's "
+          "broker)");
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(60),
           "wait-committed: give up after this long; produce: wait this long "
           "for delivery reports; create-topic: give up after this long");
@@ -88,6 +94,8 @@ int Dispatch(const std::string& command) {
     o.topics = absl::GetFlag(FLAGS_topics);
     o.partitions = absl::GetFlag(FLAGS_partitions).value_or(4);
     o.bootstrap_file = absl::GetFlag(FLAGS_bootstrap_file);
+    o.group_initial_rebalance_delay_ms =
+        absl::GetFlag(FLAGS_group_initial_rebalance_delay_ms);
     return RunMock(o);
   }
   if (command == "produce") {

@@ -80,6 +80,10 @@ int RunMock(const MockOptions& options) {
     std::fprintf(stderr, "mock: --partitions must be >= 1\n");
     return kExitUsage;
   }
+  if (options.group_initial_rebalance_delay_ms < 0) {
+    std::fprintf(stderr, "mock: --group_initial_rebalance_delay_ms must be >= 0\n");
+    return kExitUsage;
+  }
 
   // Block the stop signals before librdkafka starts any thread: every thread
   // inherits the mask, so the signals stay pending for sigwait below instead
@@ -121,6 +125,10 @@ int RunMock(const MockOptions& options) {
     std::fprintf(stderr, "mock: rd_kafka_mock_cluster_new failed\n");
     return kExitFailure;
   }
+  // Each test starts ferry on an empty group; Kafka's 3 s wait for more
+  // members would be 3 s of nothing per start.
+  rd_kafka_mock_group_initial_rebalance_delay_ms(
+      cluster.get(), options.group_initial_rebalance_delay_ms);
 
   for (const std::string& topic : options.topics) {
     const rd_kafka_resp_err_t err = rd_kafka_mock_topic_create(
