@@ -350,6 +350,13 @@ TEST(WorkerTest, InlineHandlersAnswerAMessageInOneResults) {
   ASSERT_TRUE(client.ReadCredit(5));
   EXPECT_THAT(client.ResultIds(), UnorderedElementsAre(1u, 2u, 3u, 4u, 5u));
   EXPECT_EQ(client.results_messages, 1);
+  ASSERT_TRUE(client.SendEvents({6, 7}));
+  ASSERT_TRUE(client.ReadCredit(2));
+  EXPECT_EQ(client.results_messages, 2);
+  // The worker's own counts (bench_worker reports them as events per message).
+  EXPECT_EQ(worker->events_received(), 7);
+  EXPECT_EQ(worker->events_messages(), 2);
+  EXPECT_EQ(worker->results_messages(), 2);
   worker->Shutdown(absl::Seconds(1));
 }
 
