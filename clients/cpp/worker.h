@@ -206,8 +206,8 @@ class Worker {
   // Events received beyond the credit granted (a ferry protocol violation).
   int64_t credit_violations() const;
   // Events messages read and Results messages written: with events_received()
-  // they say how many events ferry batched into a message, and how many
-  // results the worker did (bench/bench_worker reports both).
+  // they say how many events ferry put in each message and how many results
+  // the worker put in each (bench/bench_worker reports both).
   int64_t events_messages() const;
   int64_t results_messages() const;
   // Streams being served now (opened and not yet done).
